@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// loadBar renders load progress: an updating bar on a terminal, otherwise a
+// plain line every few seconds (logs stay readable).
+type loadBar struct {
+	s        *State
+	last     time.Time
+	lastLine string
+	every    time.Duration
+}
+
+func newLoadBar(s *State) *loadBar {
+	every := 3 * time.Second
+	if s.StderrTTY {
+		every = 200 * time.Millisecond
+	}
+	return &loadBar{s: s, every: every}
+}
+
+func (b *loadBar) update(phase string, rows, total int64, elapsed time.Duration, final bool) {
+	now := time.Now()
+	if !final && now.Sub(b.last) < b.every {
+		return
+	}
+	b.last = now
+	frac := 0.0
+	if total > 0 {
+		frac = float64(rows) / float64(total)
+	}
+	rate := 0.0
+	if elapsed > 0 {
+		rate = float64(rows) / elapsed.Seconds()
+	}
+	eta := "-"
+	if rate > 0 && rows < total && phase == "generate" {
+		eta = (time.Duration(float64(total-rows)/rate) * time.Second / time.Second).Round(time.Second).String()
+	}
+	const width = 30
+	filled := int(frac * width)
+	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
+	line := fmt.Sprintf("[%s] %5.1f%% %s rows, %s rows/s, %s elapsed, ETA %s  (%s)",
+		bar, 100*frac, human(float64(rows)), human(rate), elapsed.Round(100*time.Millisecond), eta, phase)
+	if b.s.StderrTTY {
+		b.s.eprintf("\r%-110s", line)
+		if final {
+			b.s.eprintf("\n")
+		}
+		return
+	}
+	if line != b.lastLine {
+		b.s.eprintf("%s\n", line)
+		b.lastLine = line
+	}
+}
+
+// human formats counts with k/M/G suffixes.
+func human(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}

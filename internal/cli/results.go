@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/store"
+)
+
+// resultsFlag is the --results flag shared by commands that use the store.
+type resultsFlag struct{ path string }
+
+func (f *resultsFlag) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.path, "results", "", "results store (SQLite) path; default $TUNEBENCH_RESULTS, else $XDG_DATA_HOME/tunebench/results.db, else ~/.local/share/tunebench/results.db")
+}
+
+func (f *resultsFlag) resolve() (string, error) {
+	if f.path != "" {
+		return f.path, nil
+	}
+	p, err := store.DefaultPath()
+	if err != nil {
+		return "", errs.Wrap(errs.KindUsage, err, "give --results PATH or set TUNEBENCH_RESULTS", "cannot find the default results store path")
+	}
+	return p, nil
+}
+
+func newResultsCmd(s *State) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "results",
+		Short: "List, show and export stored runs",
+	}
+	cmd.AddCommand(newResultsListCmd(s), newResultsShowCmd(s), newResultsExportCmd(s))
+	return cmd
+}
+
+func openStore(cmd *cobra.Command, rf *resultsFlag) (*store.Store, error) {
+	p, err := rf.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(cmd.Context(), p)
+}
+
+func newResultsListCmd(s *State) *cobra.Command {
+	var rf resultsFlag
+	var f store.ListFilter
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := openStore(cmd, &rf)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			runs, err := st.ListRuns(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if len(runs) == 0 {
+				s.printf("no runs in %s\n", st.Path())
+				return nil
+			}
+			tw := tabwriter.NewWriter(s.Stdout, 0, 0, 2, ' ', 0)
+			io.WriteString(tw, "ID\tSTARTED\tWORKLOAD\tVARIANT\tSTATUS\tSECONDS\tSUMMARY\n")
+			for _, r := range runs {
+				io.WriteString(tw, strconv.FormatInt(r.ID, 10)+"\t"+r.StartedAt.Local().Format("2006-01-02 15:04:05")+"\t"+r.Workload+"\t"+r.Variant+"\t"+r.Status+"\t"+
+					strconv.FormatFloat(r.EndedAt.Sub(r.StartedAt).Seconds(), 'f', 1, 64)+"\t"+oneLineSummary(r.Summary)+"\n")
+			}
+			return tw.Flush()
+		},
+	}
+	rf.add(cmd.Flags())
+	cmd.Flags().StringVar(&f.Workload, "workload", "", "only this workload")
+	cmd.Flags().IntVar(&f.Limit, "limit", 50, "at most this many runs (0 = all)")
+	return cmd
+}
+
+// oneLineSummary picks the headline numbers out of a stored summary.
+func oneLineSummary(raw json.RawMessage) string {
+	var m struct {
+		Clients int     `json:"clients"`
+		TPS     float64 `json:"tps"`
+		Lat     struct {
+			P95 float64 `json:"p95"`
+		} `json:"latency_ms"`
+		Errors int64 `json:"errors"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	return "clients " + strconv.Itoa(m.Clients) + ", tps " + strconv.FormatFloat(m.TPS, 'f', 1, 64) +
+		", p95 " + strconv.FormatFloat(m.Lat.P95, 'f', 3, 64) + " ms, errors " + strconv.FormatInt(m.Errors, 10)
+}
+
+func parseRunID(arg string) (int64, error) {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id < 1 {
+		return 0, errs.Usage("run ids are the numbers `tunebench results list` shows", "invalid run id %q", arg)
+	}
+	return id, nil
+}
+
+func newResultsShowCmd(s *State) *cobra.Command {
+	var rf resultsFlag
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one run: its summary, parameters and environment",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseRunID(args[0])
+			if err != nil {
+				return err
+			}
+			st, err := openStore(cmd, &rf)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			r, err := st.GetRun(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			s.printf("run %d: %s %s, status %s, %s .. %s\n", r.ID, r.Workload, r.Variant, r.Status,
+				r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.EndedAt.Local().Format("15:04:05"))
+			var sum summary
+			if json.Unmarshal(r.Summary, &sum) == nil && sum.Workload != "" {
+				printSummaryTable(s, []summary{sum})
+				printOutcomes(s, sum)
+			}
+			for _, part := range []struct {
+				name string
+				raw  json.RawMessage
+			}{{"parameters", r.Params}, {"environment", r.Env}, {"check", r.Check}} {
+				if len(part.raw) == 0 || string(part.raw) == "null" {
+					continue
+				}
+				var v any
+				if json.Unmarshal(part.raw, &v) != nil {
+					continue
+				}
+				b, _ := json.MarshalIndent(v, "  ", "  ")
+				s.printf("%s:\n  %s\n", part.name, b)
+			}
+			s.printf("series: %d points; histograms: %d (export with `tunebench results export %d --format json`)\n", len(r.Series), len(r.Histograms), r.ID)
+			return nil
+		},
+	}
+	rf.add(cmd.Flags())
+	return cmd
+}
+
+func newResultsExportCmd(s *State) *cobra.Command {
+	var rf resultsFlag
+	var format, out string
+	cmd := &cobra.Command{
+		Use:   "export ID --format csv|json [-o FILE]",
+		Short: "Export a run: json (everything) or csv (the per-second series)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseRunID(args[0])
+			if err != nil {
+				return err
+			}
+			if format != "csv" && format != "json" {
+				return errs.Usage("--format is csv or json", "invalid format %q", format)
+			}
+			st, err := openStore(cmd, &rf)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			r, err := st.GetRun(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			w := s.Stdout
+			var f *os.File
+			if out != "" && out != "-" {
+				f, err = os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+				if err != nil {
+					return errs.Wrap(errs.KindUsage, err, "choose a writable path for -o", "cannot write %s", out)
+				}
+				defer f.Close()
+				w = f
+			}
+			if format == "csv" {
+				err = store.ExportCSV(w, r)
+			} else {
+				err = store.ExportJSON(w, r)
+			}
+			if err != nil {
+				return err
+			}
+			if f != nil {
+				return f.Close()
+			}
+			return nil
+		},
+	}
+	rf.add(cmd.Flags())
+	cmd.Flags().StringVar(&format, "format", "json", "csv or json")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of standard output")
+	return cmd
+}

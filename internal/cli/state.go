@@ -1,0 +1,94 @@
+// Package cli holds the cobra commands. It is the only package that prints;
+// everything that touches the OS is reached through State.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/mattn/go-isatty"
+	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/tpcb"
+)
+
+// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
+var Version = "dev"
+
+// State is everything the commands use from the outside world.
+type State struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	LookupEnv      func(string) (string, bool)
+	StderrTTY      bool
+	Redactor       *redact.Redactor
+	Registry       *workload.Registry
+	// Signals delivers interrupts (SIGINT, SIGTERM); nil means none.
+	Signals <-chan os.Signal
+	// Exit ends the process at once (second interrupt).
+	Exit func(code int)
+}
+
+// NewOSState wires State to the real process.
+func NewOSState() *State {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	return &State{
+		Stdout:    os.Stdout,
+		Stderr:    os.Stderr,
+		Getenv:    os.Getenv,
+		LookupEnv: os.LookupEnv,
+		StderrTTY: isatty.IsTerminal(os.Stderr.Fd()),
+		Redactor:  redact.New(),
+		Registry:  workload.NewRegistry(tpcb.Workload{}),
+		Signals:   sig,
+		Exit:      os.Exit,
+	}
+}
+
+// interruptible returns a context cancelled by the first interrupt; a second
+// interrupt exits the process at once with the interrupted exit code.
+func (s *State) interruptible(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	if s.Signals == nil {
+		return ctx, cancel
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-s.Signals:
+		case <-done:
+			return
+		}
+		s.eprintf("\ninterrupted: stopping, finishing in-flight work and saving results (press Ctrl-C again to exit at once)\n")
+		cancel()
+		select {
+		case <-s.Signals:
+			s.eprintf("second interrupt: exiting now\n")
+			s.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() { close(done); cancel() }
+}
+
+func (s *State) printf(format string, a ...any) {
+	fmt.Fprint(s.Stdout, s.Redactor.String(fmt.Sprintf(format, a...)))
+}
+
+func (s *State) eprintf(format string, a ...any) {
+	fmt.Fprint(s.Stderr, s.Redactor.String(fmt.Sprintf(format, a...)))
+}
+
+func buildVersion() string {
+	v := Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v += " (" + bi.GoVersion + ")"
+	}
+	return v
+}

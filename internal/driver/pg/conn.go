@@ -1,0 +1,131 @@
+// Package pg is the PostgreSQL adapter: connection configuration from --dsn,
+// the PG* environment variables and .pgpass, with credentials kept out of
+// argv, logs and results.
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/redact"
+)
+
+// EnvDSN is the environment variable that may carry a full connection string,
+// including a password (it is not visible in argv).
+const EnvDSN = "TUNEBENCH_DSN"
+
+// Target is a parsed, validated connection target.
+type Target struct {
+	Config *pgx.ConnConfig
+	red    *redact.Redactor
+}
+
+// ParseTarget builds the connection configuration. dsnFlag is the --dsn value
+// (from argv: a password in it is refused); envDSN is $TUNEBENCH_DSN (may
+// hold a password). Empty both: libpq defaults from PG* variables and .pgpass.
+// Any password found is registered with red.
+func ParseTarget(dsnFlag, envDSN string, red *redact.Redactor) (*Target, error) {
+	dsn := dsnFlag
+	if dsn != "" && hasPassword(dsn) {
+		return nil, errs.Usage("pass the password through PGPASSWORD, a .pgpass file (PGPASSFILE), or the whole connection string in $"+EnvDSN+"; command-line arguments are visible to every local user",
+			"refusing a password inside --dsn")
+	}
+	if dsn == "" {
+		dsn = envDSN
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors may echo the connection string: redact.
+		return nil, errs.Usage("check the connection string syntax: key=value pairs (host=... port=... dbname=...) or a postgres:// URL",
+			"invalid connection string: %s", red.String(err.Error()))
+	}
+	red.AddSecret(cfg.Password)
+	if !isLoopback(cfg.Host) {
+		return nil, errs.Usage("tunebench only sends load to this machine (127.0.0.0/8, ::1, localhost or a Unix socket)",
+			"refusing non-loopback host %q", cfg.Host)
+	}
+	for _, fb := range cfg.Fallbacks {
+		if !isLoopback(fb.Host) {
+			return nil, errs.Usage("tunebench only sends load to this machine", "refusing non-loopback host %q", fb.Host)
+		}
+	}
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "tunebench"
+	}
+	return &Target{Config: cfg, red: red}, nil
+}
+
+func hasPassword(dsn string) bool {
+	return strings.Contains(redact.Patterns(dsn), redact.Mask())
+}
+
+// isLoopback accepts Unix socket paths, localhost and loopback addresses.
+func isLoopback(host string) bool {
+	if host == "" || strings.HasPrefix(host, "/") {
+		return true
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// Describe is a password-free description for logs: user@host:port/db.
+func (t *Target) Describe() string {
+	c := t.Config
+	return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+// Copy returns an independent copy of the configuration (one per connection).
+func (t *Target) Copy() *pgx.ConnConfig { return t.Config.Copy() }
+
+// WithDatabase returns a target for another database on the same server.
+func (t *Target) WithDatabase(db string) *Target {
+	c := t.Config.Copy()
+	c.Database = db
+	return &Target{Config: c, red: t.red}
+}
+
+// Connect opens one connection; failures become KindConnect errors with the
+// password redacted and a hint.
+func (t *Target) Connect(ctx context.Context) (*pgx.Conn, error) {
+	cfg := t.Config.Copy()
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, t.ConnectError(err)
+	}
+	return conn, nil
+}
+
+// ConnectError classifies a connection failure.
+func (t *Target) ConnectError(err error) error {
+	msg := t.red.String(err.Error())
+	hint := "check that the server is running and reachable (tunebench server status --dir D, or pg_isready), and the --dsn / PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSFILE settings"
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "28P01", "28000":
+			hint = "authentication failed: set the password with PGPASSWORD or a .pgpass file (PGPASSFILE)"
+		case "3D000":
+			hint = "the database does not exist: create it (createdb) or pick another with dbname= / PGDATABASE"
+		}
+	}
+	return &errs.Error{Kind: errs.KindConnect, Msg: fmt.Sprintf("cannot connect to %s", t.Describe()), Hint: hint, Err: errors.New(msg)}
+}
+
+// Redactor is the redactor secrets were registered with.
+func (t *Target) Redactor() *redact.Redactor { return t.red }

@@ -1,0 +1,55 @@
+package pg
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/redact"
+)
+
+func TestParseTargetRefusesPasswordInFlag(t *testing.T) {
+	t.Setenv("PGPASSWORD", "")
+	for _, dsn := range []string{
+		"host=127.0.0.1 password=s3cretS3cret",
+		"postgres://u:s3cretS3cret@127.0.0.1:5432/db",
+	} {
+		_, err := ParseTarget(dsn, "", redact.New())
+		if errs.KindOf(err) != errs.KindUsage {
+			t.Fatalf("%q: got %v, want usage error", dsn, err)
+		}
+		if strings.Contains(err.Error(), "s3cretS3cret") {
+			t.Fatalf("error leaks password: %v", err)
+		}
+	}
+}
+
+func TestParseTargetEnvPasswordRegistered(t *testing.T) {
+	red := redact.New()
+	tg, err := ParseTarget("", "host=127.0.0.1 port=1 user=u password=Sentinel-XYZ dbname=d", red)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Config.Password != "Sentinel-XYZ" {
+		t.Fatalf("password not parsed")
+	}
+	if got := red.String("oops Sentinel-XYZ leaked"); strings.Contains(got, "Sentinel-XYZ") {
+		t.Fatalf("not redacted: %s", got)
+	}
+	if strings.Contains(tg.Describe(), "Sentinel") {
+		t.Fatal("Describe leaks")
+	}
+}
+
+func TestParseTargetLoopbackOnly(t *testing.T) {
+	for _, h := range []string{"10.0.0.1", "example.com", "192.168.1.1"} {
+		if _, err := ParseTarget("host="+h, "", redact.New()); errs.KindOf(err) != errs.KindUsage {
+			t.Errorf("host %s accepted: %v", h, err)
+		}
+	}
+	for _, h := range []string{"127.0.0.1", "localhost", "::1", "/tmp"} {
+		if _, err := ParseTarget("host="+h, "", redact.New()); err != nil {
+			t.Errorf("host %s refused: %v", h, err)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package metrics
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+func TestRecorderKeysPhasesAndClasses(t *testing.T) {
+	g := NewRegistry(false)
+	r := g.NewRecorder()
+	r.Record(PhaseWarmup, "a", workload.ClassOK, time.Millisecond)
+	r.Record(PhaseMeasure, "a", workload.ClassOK, 2*time.Millisecond)
+	r.Record(PhaseMeasure, "a", workload.ClassRetriedOK, 3*time.Millisecond)
+	r.Record(PhaseMeasure, "b", workload.ClassFailedError, 4*time.Millisecond)
+	r.Record(PhaseMeasure, "a", workload.ClassUserAbort, 5*time.Millisecond)
+	r.Count(PhaseMeasure, "skipped", workload.ClassSkippedLate)
+
+	iv := g.Harvest()
+	if iv.Total() != 6 || iv.Committed() != 3 || iv.Errors() != 1 || iv.Completed() != 4 {
+		t.Fatalf("interval total/committed/errors/completed = %d/%d/%d/%d", iv.Total(), iv.Committed(), iv.Errors(), iv.Completed())
+	}
+	if iv.Latency().Count() != 3 {
+		t.Fatalf("interval committed latency count %d, want 3 (warm-up included in intervals)", iv.Latency().Count())
+	}
+	if iv.Service() != nil || iv.Lag() != nil {
+		t.Fatal("closed-loop snapshot has service/lag")
+	}
+	cum := g.Cumulative()
+	if cum.Total() != 5 || cum.Committed() != 2 {
+		t.Fatalf("cumulative total/committed = %d/%d, want 5/2 (warm-up excluded)", cum.Total(), cum.Committed())
+	}
+	es := cum.Entries()
+	var got []Key
+	for _, e := range es {
+		got = append(got, e.Key)
+	}
+	want := []Key{
+		{"a", workload.ClassOK}, {"a", workload.ClassUserAbort}, {"a", workload.ClassRetriedOK},
+		{"b", workload.ClassFailedError}, {"skipped", workload.ClassSkippedLate},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("entries %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("entries %v, want %v", got, want)
+		}
+	}
+	if es[4].Latency != nil {
+		t.Error("skipped entry has a latency histogram")
+	}
+	if es[0].Latency.Count() != 1 || es[0].Latency.PercentileMs(50) < 1.99 {
+		t.Errorf("a/ok latency wrong: %d, %v", es[0].Latency.Count(), es[0].Latency.PercentileMs(50))
+	}
+
+	// The next harvest starts empty; the cumulative keeps its values.
+	iv = g.Harvest()
+	if iv.Total() != 0 || len(iv.Entries()) != 0 || iv.Latency().Count() != 0 {
+		t.Fatalf("second interval not empty: %d", iv.Total())
+	}
+	if g.Cumulative().Total() != 5 {
+		t.Fatal("cumulative lost values")
+	}
+}
+
+func TestRecorderOpenLoop(t *testing.T) {
+	g := NewRegistry(true)
+	r := g.NewRecorder()
+	r.RecordOpen(PhaseMeasure, "x", workload.ClassOK, 10*time.Millisecond, 4*time.Millisecond, 6*time.Millisecond)
+	r.RecordOpen(PhaseMeasure, "x", workload.ClassConnError, 10*time.Millisecond, 4*time.Millisecond, 6*time.Millisecond)
+	iv := g.Harvest()
+	if iv.Service().Count() != 1 || iv.Lag().Count() != 1 || iv.Latency().Count() != 1 {
+		t.Fatalf("committed aggregates: %d %d %d", iv.Latency().Count(), iv.Service().Count(), iv.Lag().Count())
+	}
+	if p := iv.Lag().PercentileMs(99); p < 5.99 || p > 6.01 {
+		t.Errorf("lag p99 = %v", p)
+	}
+	for _, e := range g.Cumulative().Entries() {
+		if e.Service == nil || e.Lag == nil || e.Service.Count() != 1 {
+			t.Errorf("entry %v lacks service/lag", e.Key)
+		}
+	}
+}
+
+func TestSnapshotMerge(t *testing.T) {
+	a, b := NewSnapshot(true), NewSnapshot(true)
+	ga := NewRegistry(true)
+	ra := ga.NewRecorder()
+	ra.RecordOpen(PhaseMeasure, "x", workload.ClassOK, time.Millisecond, time.Millisecond, 0)
+	ra.RecordOpen(PhaseMeasure, "y", workload.ClassFailedError, time.Millisecond, time.Millisecond, 0)
+	a.Merge(ga.Harvest())
+	ra.RecordOpen(PhaseMeasure, "x", workload.ClassOK, 3*time.Millisecond, time.Millisecond, 0)
+	b.Merge(ga.Harvest())
+	a.Merge(b)
+	if a.Total() != 3 || a.Committed() != 2 || a.Latency().Count() != 2 || a.Service().Count() != 2 {
+		t.Fatalf("merge: %d %d %d", a.Total(), a.Committed(), a.Latency().Count())
+	}
+	if !a.Latency().Equal(ga.Cumulative().Latency()) {
+		t.Fatal("merged snapshot differs from cumulative")
+	}
+	a.Reset()
+	if a.Total() != 0 || len(a.Entries()) != 0 || a.Latency().Count() != 0 {
+		t.Fatal("reset left data")
+	}
+}
+
+func TestRecordDoesNotAllocate(t *testing.T) {
+	g := NewRegistry(true)
+	r := g.NewRecorder()
+	ops := []string{"new_order", "payment", "delivery"}
+	lat := []time.Duration{150 * time.Microsecond, 2 * time.Millisecond, 40 * time.Millisecond, 3 * time.Second}
+	warm := func() {
+		for i := 0; i < 1000; i++ {
+			for _, op := range ops {
+				for _, l := range lat {
+					r.Record(PhaseMeasure, op, workload.ClassOK, l)
+					r.RecordOpen(PhaseMeasure, op, workload.ClassRetriedOK, l, l, l)
+				}
+			}
+		}
+	}
+	// Fill both the live and the spare buffers.
+	warm()
+	g.Harvest()
+	warm()
+	g.Harvest()
+	i := 0
+	allocs := testing.AllocsPerRun(10_000, func() {
+		op := ops[i%len(ops)]
+		l := lat[i%len(lat)]
+		r.Record(PhaseMeasure, op, workload.ClassOK, l)
+		r.RecordOpen(PhaseMeasure, op, workload.ClassRetriedOK, l, l, l)
+		r.Count(PhaseMeasure, op, workload.ClassOK)
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("Record allocates %v per call", allocs)
+	}
+}
+
+func TestHarvestConcurrentWithRecording(t *testing.T) {
+	g := NewRegistry(false)
+	const workers, per = 4, 20_000
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		r := g.NewRecorder()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				r.Record(PhaseMeasure, "op", workload.ClassOK, time.Duration(i%5000)*time.Microsecond)
+				if i%1000 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var seen int64
+	for loop := true; loop; {
+		select {
+		case <-done:
+			loop = false
+		default:
+		}
+		seen += g.Harvest().Total()
+	}
+	seen += g.Harvest().Total()
+	if seen != workers*per || g.Cumulative().Total() != workers*per || g.Cumulative().Latency().Count() != workers*per {
+		t.Fatalf("seen %d, cumulative %d, want %d", seen, g.Cumulative().Total(), workers*per)
+	}
+}
+
+func TestReadSelf(t *testing.T) {
+	a := ReadSelf()
+	x := 0
+	for i := 0; i < 5_000_000; i++ {
+		x += i % 7
+	}
+	_ = make([]byte, 1<<20)
+	runtime.GC()
+	b := ReadSelf()
+	d := b.Sub(a)
+	if x == 0 || d.CPU < 0 || d.GCCycles < 1 || d.GCPauses < 1 || d.GCPauseTotal <= 0 {
+		t.Fatalf("self sample diff %+v", d)
+	}
+}

@@ -1,0 +1,116 @@
+// Package run is the executor: it drives workload workers in a closed loop
+// (each worker steps as fast as it can, plus think time) or an open loop (a
+// seeded Poisson schedule of intended start times served by a worker pool),
+// through the phases warm-up, measurement and drain, and returns the
+// measured Result.
+//
+// Timing uses Go's monotonic clock only. Latency histograms are in
+// microseconds (package metrics); every percentile accessor takes 0..100.
+package run
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+// Defaults applied by Execute when the Config field is zero.
+const (
+	DefaultDrainTimeout = 10 * time.Second
+	DefaultTick         = time.Second
+	// MinTick is the shortest accepted tick.
+	MinTick = 10 * time.Millisecond
+	// MaxInterruptDrain bounds the drain after an interruption (ctx
+	// cancelled) or a fatal Step error, whatever DrainTimeout says: the user
+	// asked to stop, so in-flight work gets at most this long to finish.
+	MaxInterruptDrain = 5 * time.Second
+)
+
+// Config describes one run.
+type Config struct {
+	// Workers is the number of workers (>= 1). Closed loop: each its own
+	// worker/connection. Open loop: the pool size (max transactions in flight).
+	Workers int
+	// Duration is the measurement duration; 0 when Transactions is used.
+	Duration time.Duration
+	// Transactions is the number of measured transactions per worker (like
+	// pgbench -t; closed loop only); 0 when Duration is used.
+	Transactions int64
+	// Warmup runs before the measurement and is not counted (it is shown in
+	// the series with phase "warmup").
+	Warmup time.Duration
+	// Rate is the target total transactions per second; 0 = closed loop.
+	Rate float64
+	// LatencyLimit has pgbench -L semantics. Open loop: a transaction whose
+	// schedule lag already exceeds the limit when a worker takes it is not
+	// sent (counted as skipped_late). Both modes: a completed transaction
+	// (committed or user_abort) whose latency exceeds the limit is counted as
+	// late. 0 disables.
+	LatencyLimit time.Duration
+	// Seed seeds the open-loop schedule and the back-off jitter.
+	Seed int64
+	// DrainTimeout bounds the drain after the measurement (default 10s).
+	DrainTimeout time.Duration
+	// Tick is the series / progress interval (default 1s, at least MinTick).
+	Tick time.Duration
+	// OnTick, if not nil, is called from the collector goroutine once per
+	// tick; it must return quickly.
+	OnTick func(Tick)
+	// OnError, if not nil, is called from the worker's goroutine for every
+	// outcome whose class is an error (all phases). The caller rate-limits
+	// its own output; the callback must return quickly.
+	OnError func(worker int, o workload.Outcome)
+}
+
+// Factory makes the worker with the given id (0-based). Workers are all made
+// before the run starts, so connection set-up is not measured.
+type Factory func(ctx context.Context, id int) (workload.Worker, error)
+
+// OpenLoop reports whether the config asks for an open-loop (rate) run.
+func (c Config) OpenLoop() bool { return c.Rate > 0 }
+
+// withDefaults fills zero fields with their defaults.
+func (c Config) withDefaults() Config {
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.Tick == 0 {
+		c.Tick = DefaultTick
+	}
+	return c
+}
+
+// Validate checks the configuration (after defaults) and returns a usage
+// error describing the first problem.
+func (c Config) Validate() error {
+	const hint = "check the run options"
+	switch {
+	case c.Workers < 1:
+		return errs.Usage("use at least one worker (client)", "workers must be at least 1, got %d", c.Workers)
+	case c.Duration < 0:
+		return errs.Usage(hint, "duration must not be negative, got %v", c.Duration)
+	case c.Transactions < 0:
+		return errs.Usage(hint, "transactions must not be negative, got %d", c.Transactions)
+	case (c.Duration > 0) == (c.Transactions > 0):
+		return errs.Usage("give either a duration or a number of transactions per client",
+			"exactly one of duration and transactions must be set (duration %v, transactions %d)", c.Duration, c.Transactions)
+	case c.Warmup < 0:
+		return errs.Usage(hint, "warm-up must not be negative, got %v", c.Warmup)
+	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0:
+		return errs.Usage("the rate is in transactions per second; 0 means as fast as possible", "invalid rate %v", c.Rate)
+	case c.Transactions > 0 && c.Rate > 0:
+		return errs.Usage("use a duration with a rate", "a transaction count cannot be combined with a rate (open loop runs for a duration)")
+	case c.LatencyLimit < 0:
+		return errs.Usage(hint, "latency limit must not be negative, got %v", c.LatencyLimit)
+	case c.DrainTimeout < 0:
+		return errs.Usage(hint, "drain timeout must not be negative, got %v", c.DrainTimeout)
+	case c.Tick < 0 || (c.Tick > 0 && c.Tick < MinTick):
+		return errs.Usage(hint, "tick must be at least %v, got %v", MinTick, c.Tick)
+	case c.Rate > 0 && c.Rate > 1e7:
+		return errs.Usage(hint, "rate %v is beyond what one driver process can schedule", c.Rate)
+	}
+	return nil
+}

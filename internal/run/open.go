@@ -1,0 +1,179 @@
+package run
+
+import (
+	"time"
+
+	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+// fifo is the scheduler's overflow queue: intended starts that did not fit
+// in the channel. It only grows (nothing is ever dropped).
+type fifo struct {
+	buf  []time.Duration
+	head int
+}
+
+func (f *fifo) len() int             { return len(f.buf) - f.head }
+func (f *fifo) push(v time.Duration) { f.buf = append(f.buf, v) }
+func (f *fifo) front() time.Duration { return f.buf[f.head] }
+func (f *fifo) pop() (v time.Duration) {
+	v = f.buf[f.head]
+	f.head++
+	if f.head == len(f.buf) {
+		f.buf, f.head = f.buf[:0], 0
+	} else if f.head > 1024 && f.head*2 > len(f.buf) {
+		n := copy(f.buf, f.buf[f.head:])
+		f.buf, f.head = f.buf[:n], 0
+	}
+	return v
+}
+
+// scheduler generates the intended start times of the Poisson schedule
+// (origin: the run start, so warm-up and measurement share one schedule that
+// never resets) and hands them to the worker pool. The hand-off never drops
+// and never blocks the schedule: what does not fit in the channel waits in
+// an unbounded FIFO, and the queue depth is tracked.
+func (r *runner) scheduler() {
+	defer close(r.schedDone)
+	defer close(r.q)
+	sch := NewSchedule(r.cfg.Rate, r.cfg.Seed)
+	end := r.meOff
+	next := sch.Next()
+	exhausted := next >= end
+	var dq fifo
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := r.since()
+		for !exhausted && next <= now+lookahead {
+			dq.push(next)
+			if next >= r.msOff {
+				r.scheduled++
+			}
+			next = sch.Next()
+			exhausted = next >= end
+		}
+	flush:
+		for dq.len() > 0 {
+			select {
+			case r.q <- dq.front():
+				dq.pop()
+			default:
+				break flush
+			}
+		}
+		if d := int64(len(r.q) + dq.len()); d > r.maxDepth {
+			r.maxDepth = d
+		}
+		r.qPending.Store(int64(dq.len()))
+		if exhausted && dq.len() == 0 {
+			return
+		}
+		var send chan<- time.Duration
+		var front time.Duration
+		if dq.len() > 0 {
+			send, front = r.q, dq.front()
+		}
+		var tc <-chan time.Time
+		if !exhausted {
+			wait := next - lookahead - r.since()
+			if wait < minWake {
+				wait = minWake
+			}
+			timer.Reset(wait)
+			tc = timer.C
+		}
+		select {
+		case send <- front:
+			dq.pop()
+		case <-tc:
+		case <-r.halt:
+			for dq.len() > 0 {
+				if dq.pop() >= r.msOff {
+					r.schedUnfinished++
+				}
+			}
+			r.qPending.Store(0)
+			return
+		}
+	}
+}
+
+// openLoop is one pool worker: take the next intended start t_k, wait until
+// t_k if early, skip it if already later than the latency limit, else run
+// it. Latency is measured from t_k, service time from the actual start.
+func (r *runner) openLoop(ws *workerState) {
+	defer r.workerExit(ws)
+	limit := r.cfg.LatencyLimit
+	var backoff time.Duration
+	for tk := range r.q {
+		measured := tk >= r.msOff
+		if r.isHalted() {
+			if measured {
+				ws.unfinished++
+			}
+			continue
+		}
+		now := r.since()
+		if now < tk {
+			if !ws.sleep(tk-now, r.halt) {
+				if measured {
+					ws.unfinished++
+				}
+				continue
+			}
+			now = r.since()
+		}
+		ph, st := metrics.PhaseWarmup, stStepWarm
+		if measured {
+			ph, st = metrics.PhaseMeasure, stStepMeasure
+		}
+		lag := now - tk
+		if limit > 0 && lag > limit {
+			ws.rec.Count(ph, SkippedOp, workload.ClassSkippedLate)
+			continue
+		}
+		if !ws.state.CompareAndSwap(stIdle, st) {
+			if measured {
+				ws.unfinished++
+			}
+			continue // closed at the drain deadline
+		}
+		o, err := ws.w.Step(r.stepCtx)
+		end := r.since()
+		if !ws.state.CompareAndSwap(st, stIdle) {
+			return // abandoned at the drain deadline: counted as unfinished
+		}
+		if err == nil {
+			err = validClass(&o)
+		}
+		if err != nil {
+			ws.stepErrors++
+			if measured {
+				ws.unfinished++
+			}
+			r.fail(ws.id, err)
+			return
+		}
+		latency := end - tk
+		if measured {
+			ws.lastStart = now
+			if limit > 0 && latency > limit && o.Class.Completed() {
+				ws.late++
+			}
+			if o.Class.IsError() {
+				ws.countSQLState(o.SQLState)
+			}
+		}
+		ws.rec.RecordOpen(ph, o.Op, o.Class, latency, end-now, lag)
+		r.afterOutcome(ws, &o, end)
+
+		if o.Class == workload.ClassConnError {
+			backoff = nextBackoff(backoff)
+			ws.sleep(jitter(ws.rng, backoff), r.halt)
+			continue
+		}
+		backoff = 0
+	}
+}

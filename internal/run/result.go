@@ -1,0 +1,121 @@
+package run
+
+import (
+	"time"
+
+	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+// Tick phases.
+const (
+	PhaseWarmup  = "warmup"
+	PhaseMeasure = "measure"
+	PhaseDrain   = "drain"
+)
+
+// SkippedOp is the op name under which open-loop transactions skipped by the
+// latency limit are counted (the workload picks the op inside Step, which
+// never ran).
+const SkippedOp = "skipped"
+
+// NoSQLState is the SQLStates key for error outcomes without a SQLSTATE
+// (network errors, client-side failures).
+const NoSQLState = "none"
+
+// Result is what a run measured. Counts and histograms cover the
+// measurement phase only (warm-up excluded, drained work included).
+type Result struct {
+	StartedAt, EndedAt time.Time // wall clock, for display only
+	// MeasuredSeconds is the length of the measurement window; see Execute.
+	MeasuredSeconds float64
+	Interrupted     bool
+	Workers         int
+	OpenLoop        bool
+	TargetRate      float64
+	// Ops has one entry per (op, class), sorted by op then class.
+	Ops []OpStats
+	// Totals counts outcomes per class (classes with none are absent).
+	Totals map[workload.OutcomeClass]int64
+	// SQLStates counts error outcomes by SQLSTATE; NoSQLState for errors
+	// without one.
+	SQLStates         map[string]int64
+	Committed, Errors int64
+	// CommittedAll counts committed transactions over the whole run
+	// (warm-up, measurement and drain), for checks of what the database
+	// must contain afterwards. AmbiguousAll counts, over the whole run, the
+	// transactions whose outcome is unknown: ambiguous_commit outcomes,
+	// steps abandoned at the drain deadline (they may still commit), and
+	// a step that returned an error.
+	CommittedAll, AmbiguousAll int64
+	TPS                        float64 // Committed / MeasuredSeconds
+	// Latency covers all committed transactions (ok + retried_ok): closed
+	// loop actual start to end; open loop intended start to end.
+	Latency *metrics.Hist
+	// Service (actual start to end) and Lag (actual - intended start) cover
+	// committed transactions; open loop only (nil otherwise).
+	Service, Lag *metrics.Hist
+	// Skipped: open-loop transactions not sent because of LatencyLimit.
+	// Late: completed transactions slower than LatencyLimit.
+	// Unfinished: measured transactions that were in a Step when the drain
+	// timed out, plus (open loop) scheduled ones never started because the
+	// run was interrupted or the drain timed out.
+	Skipped, Late, Unfinished int64
+	// Scheduled is the number of intended starts the open-loop schedule
+	// handed out in the measurement phase; every one of them ends up as an
+	// outcome (Totals, which includes skipped_late) or as Unfinished.
+	Scheduled     int64
+	MaxQueueDepth int64
+	// Series has one Tick per interval, warm-up and drain included.
+	Series  []Tick
+	Outages []Outage
+	// ThinkOverrun is the total time think sleeps overshot their deadline
+	// (closed loop, measurement phase).
+	ThinkOverrun time.Duration
+	// Driver self-metrics over the measurement window.
+	DriverCPUSeconds float64
+	GCPauses         int64 // stop-the-world GC pauses
+	GCCycles         int64 // completed GC cycles
+	GCPauseTotal     time.Duration
+}
+
+// OpStats is the outcome count and histograms of one (op, class).
+type OpStats struct {
+	Op    string
+	Class workload.OutcomeClass
+	Count int64
+	// Latency is nil for skipped_late (no latency exists).
+	Latency *metrics.Hist
+	// Service and Lag: open loop only.
+	Service, Lag *metrics.Hist
+}
+
+// Tick is one interval of the series.
+type Tick struct {
+	// T is the end of the interval in seconds since the measurement start
+	// (negative in warm-up). Regular ticks fall on multiples of the tick
+	// length; the window end and the final tick may be partial.
+	T     float64
+	Phase string
+	// Outcomes that completed in this interval (both phases' outcomes are
+	// shown; the phase of a tick is that of its end).
+	Committed, Errors, Completed int64
+	TPS                          float64 // Committed / interval length
+	// Latency of committed transactions completed in the interval.
+	P50Ms, P95Ms, P99Ms, MaxMs float64
+	// ActiveWorkers is the number of workers inside a Step at the tick.
+	ActiveWorkers int
+	// QueueDepth is the open-loop queue length at the tick.
+	QueueDepth int64
+	// Lag99Ms is the p99 schedule lag of committed transactions (open loop).
+	Lag99Ms float64
+}
+
+// Outage is a window in which conn_error outcomes happened with no
+// completed (committed or user_abort) transaction finishing in between.
+// Start and End are the end times of the first and last failing steps, in
+// seconds since the measurement start.
+type Outage struct {
+	Start, End float64
+	Errors     int64
+}

@@ -1,0 +1,332 @@
+// Package store is tunebench's results store: one SQLite file that holds every
+// run with its full configuration, its environment snapshot, its summary, its
+// consistency-check report, its per-second time series and its encoded latency
+// histograms. It also exports a stored run as JSON or CSV.
+//
+// # Location
+//
+// DefaultPath picks the file, first match wins:
+//
+//  1. $TUNEBENCH_RESULTS, used as given;
+//  2. $XDG_DATA_HOME/tunebench/results.db, when XDG_DATA_HOME is an absolute
+//     path (the XDG base directory specification says relative values are
+//     invalid and must be ignored);
+//  3. $HOME/.local/share/tunebench/results.db.
+//
+// # File and schema
+//
+// Open creates a missing parent directory with mode 0700 and a missing file
+// with mode 0600 (SQLite gives its -wal and -shm files the mode of the main
+// file). Existing files and directories keep their modes. The database runs in
+// WAL journal mode with foreign keys enforced and a busy timeout, so several
+// tunebench processes may share one file.
+//
+// The schema is versioned by the schema_migrations table. Migrations are
+// applied in order, each in its own transaction, when a store is opened; a file
+// written by a newer tunebench (a higher version than this binary knows) is
+// refused rather than guessed at.
+//
+// Timestamps are stored as integer nanoseconds since the Unix epoch (UTC), so
+// they sort correctly and round-trip exactly; they come back in UTC.
+//
+// # Secrets
+//
+// Callers redact before saving. As a last guard SaveRun refuses, with an
+// internal error, any run whose text still contains a password-shaped
+// connection string (password=..., scheme://user:secret@host, PGPASSWORD=...).
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/errs"
+
+	// The pure-Go SQLite driver, registered as "sqlite".
+	_ "modernc.org/sqlite"
+)
+
+// EnvResults names the environment variable that overrides the store location.
+const EnvResults = "TUNEBENCH_RESULTS"
+
+// busyTimeout is how long a connection waits for another writer's lock.
+const busyTimeout = 10 * time.Second
+
+// DefaultPath returns the results store location from the process environment;
+// see the package documentation for the rules.
+func DefaultPath() (string, error) { return DefaultPathFrom(os.Getenv) }
+
+// DefaultPathFrom is DefaultPath with the environment supplied by getenv, for
+// callers that keep OS access behind a state object (and for tests).
+func DefaultPathFrom(getenv func(string) string) (string, error) {
+	if p := getenv(EnvResults); p != "" {
+		return p, nil
+	}
+	if x := getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "tunebench", "results.db"), nil
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "share", "tunebench", "results.db"), nil
+	}
+	return "", errs.New(errs.KindEnvironment,
+		"set "+EnvResults+" to the results file to use (or set HOME)",
+		"cannot choose a results store location: neither %s, XDG_DATA_HOME nor HOME is set", EnvResults)
+}
+
+// Store is an open results store. It is safe for concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+
+	// afterPointBatch, when set (tests only), runs after each batch of series
+	// points is inserted by SaveRun, inside its transaction.
+	afterPointBatch func(inserted int)
+}
+
+// Path is the file the store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error {
+	if s == nil || s.db == nil {
+		return nil
+	}
+	return s.db.Close()
+}
+
+// Open opens (creating if needed) the results store at path and brings its
+// schema up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errs.New(errs.KindUsage, "set "+EnvResults+" or pass a results file", "no results store path given")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, errs.Wrap(errs.KindInternal, err, "", "results store %s", path)
+	}
+	if err := prepareFile(abs); err != nil {
+		return nil, err
+	}
+
+	db, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, errs.Wrap(errs.KindInternal, err, "", "open results store %s", abs)
+	}
+	s := &Store{db: db, path: abs}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, notAStore(abs, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn builds the driver's URI for an absolute path. Every pooled connection
+// applies the pragmas; transactions start with BEGIN IMMEDIATE so that a writer
+// waits for the lock (busy_timeout) instead of failing when it upgrades.
+func dsn(abs string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Set("_txlock", "immediate")
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// prepareFile creates the parent directory (0700) and the file (0600) when
+// they are missing.
+func prepareFile(abs string) error {
+	dir := filepath.Dir(abs)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return errs.Wrap(errs.KindEnvironment, err,
+			"create the directory yourself or set "+EnvResults+" to a writable location",
+			"cannot create results directory %s", dir)
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return errs.Wrap(errs.KindEnvironment, err,
+			"check the file's permissions or set "+EnvResults+" to a writable location",
+			"cannot open results store %s", abs)
+	}
+	return f.Close()
+}
+
+func notAStore(path string, err error) error {
+	return errs.Wrap(errs.KindUsage, err,
+		"check that the file is a tunebench results store, or set "+EnvResults+" to another file",
+		"cannot read results store %s", path)
+}
+
+// migrations returns the schema migrations in order: element i brings the
+// schema from version i to version i+1. To change the schema, append one
+// element; never edit or reorder an element that has been released.
+func migrations() []string {
+	return []string{
+		schemaV1,
+	}
+}
+
+// schemaV1 is the initial schema.
+const schemaV1 = `
+CREATE TABLE runs (
+    id           INTEGER PRIMARY KEY,
+    experiment   TEXT    NOT NULL DEFAULT '',
+    workload     TEXT    NOT NULL,
+    variant      TEXT    NOT NULL DEFAULT '',
+    status       TEXT    NOT NULL CHECK (status IN ('ok', 'errors', 'interrupted', 'failed')),
+    started_at   INTEGER,            -- unix nanoseconds, UTC; NULL if unknown
+    ended_at     INTEGER,            -- unix nanoseconds, UTC; NULL if unknown
+    params       TEXT,               -- JSON: the full run configuration
+    env          TEXT,               -- JSON: envinfo.Snapshot
+    summary      TEXT,               -- JSON: the run summary (as --json writes it)
+    check_report TEXT                -- JSON: consistency check report, NULL if none
+);
+CREATE INDEX runs_started ON runs (started_at, id);
+CREATE INDEX runs_workload ON runs (workload, started_at);
+CREATE INDEX runs_experiment ON runs (experiment, started_at);
+
+CREATE TABLE series (
+    id     INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    name   TEXT    NOT NULL,
+    UNIQUE (run_id, name)
+);
+
+CREATE TABLE series_points (
+    series_id INTEGER NOT NULL REFERENCES series (id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,      -- position within the series as saved
+    t         REAL    NOT NULL,      -- seconds since measurement start
+    v         REAL,                  -- NULL stands for NaN
+    PRIMARY KEY (series_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE histograms (
+    run_id  INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    op      TEXT    NOT NULL,
+    class   TEXT    NOT NULL,
+    kind    TEXT    NOT NULL CHECK (kind IN ('latency', 'service', 'lag')),
+    encoded BLOB    NOT NULL,        -- HdrHistogram V2 compressed encoding
+    PRIMARY KEY (run_id, op, class, kind)
+);
+`
+
+// SchemaVersion is the schema version this binary writes.
+func SchemaVersion() int { return len(migrations()) }
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms := migrations()
+	cur, err := s.schemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if cur > len(ms) {
+		return errs.New(errs.KindUsage,
+			"upgrade tunebench to read this file, or set "+EnvResults+" to another file",
+			"results store %s has schema version %d, newer than the %d this tunebench knows", s.path, cur, len(ms))
+	}
+	for v := cur + 1; v <= len(ms); v++ {
+		if err := s.applyMigration(ctx, v, ms[v-1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// schemaVersion reads the current version; 0 for a new file.
+func (s *Store) schemaVersion(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
+	if err != nil {
+		return 0, notAStore(s.path, err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	var v sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, notAStore(s.path, err)
+	}
+	return int(v.Int64), nil
+}
+
+// applyMigration applies migration version v in one transaction, unless
+// another process applied it in the meantime.
+func (s *Store) applyMigration(ctx context.Context, v int, stmts string) error {
+	fail := func(err error) error {
+		return errs.Wrap(errs.KindInternal, err, "", "results store %s: schema migration %d", s.path, v)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at TEXT NOT NULL
+)`); err != nil {
+		return fail(err)
+	}
+	var have sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&have); err != nil {
+		return fail(err)
+	}
+	if int(have.Int64) >= v {
+		return nil // applied concurrently
+	}
+	if int(have.Int64) != v-1 {
+		return fail(fmt.Errorf("schema is at version %d, expected %d", have.Int64, v-1))
+	}
+	for _, stmt := range splitStatements(stmts) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		v, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return fail(err)
+	}
+	return fail(tx.Commit())
+}
+
+// splitStatements splits a migration script on semicolons that end a line.
+// Migrations are our own text: no semicolons inside literals at line ends.
+func splitStatements(script string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(script, "\n") {
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(strings.TrimSpace(stripComment(line)), ";") {
+			if st := strings.TrimSpace(cur.String()); st != "" {
+				out = append(out, st)
+			}
+			cur.Reset()
+		}
+	}
+	if st := strings.TrimSpace(cur.String()); st != "" {
+		out = append(out, st)
+	}
+	return out
+}
+
+func stripComment(line string) string {
+	if i := strings.Index(line, "--"); i >= 0 {
+		return line[:i]
+	}
+	return line
+}
+
+// isNoRows reports whether err is sql.ErrNoRows.
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

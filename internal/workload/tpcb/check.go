@@ -1,0 +1,121 @@
+package tpcb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Condition is one consistency condition's result.
+type Condition struct {
+	Name    string  `json:"name"`
+	Passed  bool    `json:"passed"`
+	Skipped bool    `json:"skipped,omitempty"`
+	Detail  string  `json:"detail"`
+	Seconds float64 `json:"seconds"`
+}
+
+// CheckReport lists every condition; Passed is true when none failed.
+type CheckReport struct {
+	Passed     bool        `json:"passed"`
+	Conditions []Condition `json:"conditions"`
+}
+
+// RunRecord is what a run leaves in the meta table so a later `check tpcb`
+// can verify the history growth: rows before the run, committed writing
+// transactions, and ambiguous commits (whose outcome is unknown).
+type RunRecord struct {
+	HistoryBefore int64
+	Committed     int64
+	Ambiguous     int64
+}
+
+// HistoryCount counts pgbench_history rows.
+func HistoryCount(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	var n int64
+	err := conn.QueryRow(ctx, "select count(*) from pgbench_history").Scan(&n)
+	return n, err
+}
+
+// RecordRun stores r in the meta table (tunebench-loaded databases only).
+func RecordRun(ctx context.Context, conn *pgx.Conn, r RunRecord) error {
+	if _, err := conn.Exec(ctx, "alter table "+MetaTable+" add column if not exists last_history_before bigint, add column if not exists last_committed bigint, add column if not exists last_ambiguous bigint"); err != nil {
+		return err
+	}
+	_, err := conn.Exec(ctx, "update "+MetaTable+" set last_history_before = $1, last_committed = $2, last_ambiguous = $3", r.HistoryBefore, r.Committed, r.Ambiguous)
+	return err
+}
+
+func lastRun(ctx context.Context, tx pgx.Tx) (*RunRecord, error) {
+	var has bool
+	if err := tx.QueryRow(ctx, `select exists (select 1 from information_schema.columns
+		where table_name = $1 and column_name = 'last_committed' and table_schema = any(current_schemas(false)))`, MetaTable).Scan(&has); err != nil {
+		return nil, err
+	}
+	if !has {
+		return nil, nil
+	}
+	var b, c, a *int64
+	if err := tx.QueryRow(ctx, "select last_history_before, last_committed, last_ambiguous from "+MetaTable).Scan(&b, &c, &a); err != nil {
+		return nil, err
+	}
+	if b == nil || c == nil || a == nil {
+		return nil, nil
+	}
+	return &RunRecord{HistoryBefore: *b, Committed: *c, Ambiguous: *a}, nil
+}
+
+// Check verifies, in one repeatable-read snapshot:
+//   - balances: sum(abalance) = sum(tbalance) = sum(bbalance) = sum(history.delta),
+//     which every committed TPC-B-like transaction keeps true;
+//   - history growth: rows added since the last tunebench run started equal its
+//     committed writing transactions, up to its ambiguous commits (skipped when
+//     no run was recorded).
+func Check(ctx context.Context, conn *pgx.Conn) (CheckReport, error) {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return CheckReport{}, err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+
+	rep := CheckReport{Passed: true}
+	t0 := time.Now()
+	var a, t, b, h int64
+	var hist int64
+	err = tx.QueryRow(ctx, `select
+		(select coalesce(sum(abalance), 0) from pgbench_accounts),
+		(select coalesce(sum(tbalance), 0) from pgbench_tellers),
+		(select coalesce(sum(bbalance), 0) from pgbench_branches),
+		(select coalesce(sum(delta), 0) from pgbench_history),
+		(select count(*) from pgbench_history)`).Scan(&a, &t, &b, &h, &hist)
+	if err != nil {
+		return CheckReport{}, fmt.Errorf("balance sums: %w", err)
+	}
+	bal := Condition{Name: "balances", Passed: a == t && t == b && b == h,
+		Detail:  fmt.Sprintf("sum(abalance)=%d sum(tbalance)=%d sum(bbalance)=%d sum(history.delta)=%d", a, t, b, h),
+		Seconds: time.Since(t0).Seconds()}
+	rep.Conditions = append(rep.Conditions, bal)
+
+	t0 = time.Now()
+	hc := Condition{Name: "history growth"}
+	lr, err := lastRun(ctx, tx)
+	if err != nil {
+		return CheckReport{}, fmt.Errorf("reading last run: %w", err)
+	}
+	if lr == nil {
+		hc.Passed, hc.Skipped = true, true
+		hc.Detail = "no tunebench run recorded for this database"
+	} else {
+		grown := hist - lr.HistoryBefore
+		hc.Passed = grown >= lr.Committed && grown <= lr.Committed+lr.Ambiguous
+		hc.Detail = fmt.Sprintf("history grew by %d rows; last run committed %d writing transactions (+ up to %d ambiguous commits)", grown, lr.Committed, lr.Ambiguous)
+	}
+	hc.Seconds = time.Since(t0).Seconds()
+	rep.Conditions = append(rep.Conditions, hc)
+	for _, c := range rep.Conditions {
+		rep.Passed = rep.Passed && c.Passed
+	}
+	return rep, nil
+}

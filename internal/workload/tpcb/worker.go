@@ -1,0 +1,296 @@
+package tpcb
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/tunebench/tunebench/internal/driver"
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/gen"
+)
+
+// RunOptions configure the workers of `tunebench run tpcb`.
+type RunOptions struct {
+	Script   string
+	Scale    int      // from the loaded database
+	Dist     gen.Dist // for the account id, as pgbench's random_* functions
+	MaxTries int      // >= 1; serialization failures and deadlocks are retried up to this many tries
+	Pipeline bool     // send each transaction's statements in one round trip
+	Seed     int64
+}
+
+// Validate checks the options.
+func (o *RunOptions) Validate() error {
+	if err := ValidScript(o.Script); err != nil {
+		return errs.Usage("use --script tpcb-like, simple-update or select-only", "%v", err)
+	}
+	if o.MaxTries < 1 {
+		return errs.Usage("--max-tries takes 1 (no retry) or more", "invalid max tries %d", o.MaxTries)
+	}
+	if o.Scale < 1 {
+		return errs.Usage("load the database first: tunebench load tpcb --scale N", "invalid scale %d", o.Scale)
+	}
+	return o.Dist.Validate()
+}
+
+// The statements of pgbench's built-in scripts, in order; a transaction is a
+// sequence of steps, each one prepared statement.
+const (
+	sqlBegin      = "BEGIN"
+	sqlEnd        = "END"
+	sqlUpdAccount = "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2"
+	sqlSelAccount = "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
+	sqlUpdTeller  = "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2"
+	sqlUpdBranch  = "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2"
+	sqlInsHistory = "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)"
+)
+
+// param slots of the per-transaction values.
+const (
+	pAid = iota
+	pBid
+	pTid
+	pDelta
+	nParams
+)
+
+type stmt struct {
+	name   string
+	sql    string
+	oids   []uint32
+	params []int // indexes into the worker's encoded params
+}
+
+func scriptSteps(script string, aidOID uint32) []stmt {
+	const int4 = 23
+	begin := stmt{name: "tb_begin", sql: sqlBegin}
+	end := stmt{name: "tb_end", sql: sqlEnd}
+	updA := stmt{name: "tb_upd_a", sql: sqlUpdAccount, oids: []uint32{int4, aidOID}, params: []int{pDelta, pAid}}
+	selA := stmt{name: "tb_sel_a", sql: sqlSelAccount, oids: []uint32{aidOID}, params: []int{pAid}}
+	updT := stmt{name: "tb_upd_t", sql: sqlUpdTeller, oids: []uint32{int4, int4}, params: []int{pDelta, pTid}}
+	updB := stmt{name: "tb_upd_b", sql: sqlUpdBranch, oids: []uint32{int4, int4}, params: []int{pDelta, pBid}}
+	ins := stmt{name: "tb_ins_h", sql: sqlInsHistory, oids: []uint32{int4, int4, aidOID, int4}, params: []int{pTid, pBid, pAid, pDelta}}
+	switch script {
+	case ScriptSelectOnly:
+		return []stmt{selA}
+	case ScriptSimpleUpdate:
+		return []stmt{begin, updA, selA, ins, end}
+	default:
+		return []stmt{begin, updA, selA, updT, updB, ins, end}
+	}
+}
+
+// Worker runs one client's transactions on its own connection.
+type Worker struct {
+	o       RunOptions
+	connect Connector
+	conn    *pgx.Conn
+	rng     *rand.Rand
+	steps   []stmt
+	bigAid  bool
+
+	// encoded parameter values, reused for every transaction
+	buf    [nParams][8]byte
+	enc    [nParams][]byte
+	args   [][][]byte // per step: its parameter values
+	binary []int16    // one binary format code, for params and results
+	batch  pgconn.Batch
+}
+
+// NewWorker makes a worker; it connects lazily on the first Step unless
+// connectNow, so set-up failures surface as errors here.
+func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int) (*Worker, error) {
+	var aidOID uint32 = 23
+	big := o.Scale >= BigintScale
+	if big {
+		aidOID = 20
+	}
+	w := &Worker{
+		o: o, connect: connect, rng: gen.NewRand(o.Seed, uint64(id)+1),
+		steps: scriptSteps(o.Script, aidOID), bigAid: big, binary: []int16{1},
+	}
+	for i := range w.enc {
+		w.enc[i] = w.buf[i][:4]
+	}
+	if big {
+		w.enc[pAid] = w.buf[pAid][:8]
+	}
+	w.args = make([][][]byte, len(w.steps))
+	for i, s := range w.steps {
+		a := make([][]byte, len(s.params))
+		for j, p := range s.params {
+			a[j] = w.enc[p]
+		}
+		w.args[i] = a
+	}
+	if err := w.reconnect(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Worker) reconnect(ctx context.Context) error {
+	if w.conn != nil {
+		_ = w.conn.Close(context.Background())
+		w.conn = nil
+	}
+	conn, err := w.connect(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range w.steps {
+		if _, err := conn.PgConn().Prepare(ctx, s.name, s.sql, s.oids); err != nil {
+			_ = conn.Close(context.Background())
+			return fmt.Errorf("prepare %s: %w", s.sql, err)
+		}
+	}
+	w.conn = conn
+	return nil
+}
+
+// Step runs one transaction of the script, retrying serialization failures
+// and deadlocks with the same values up to MaxTries.
+func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
+	out := workload.Outcome{Op: w.o.Script, Attempts: 1}
+	if w.conn == nil {
+		if err := w.reconnect(ctx); err != nil {
+			out.Class, out.SQLState = driver.Classify(err, false, 1)
+			if out.Class != workload.ClassConnError && driver.IsConnError(err) {
+				out.Class = workload.ClassConnError
+			}
+			out.Err = err
+			return out, nil
+		}
+	}
+	w.draw()
+	for {
+		err, inCommit := w.attempt(ctx)
+		if err == nil {
+			out.Class, _ = driver.Classify(nil, false, out.Attempts)
+			return out, nil
+		}
+		if driver.IsConnError(err) || w.conn.IsClosed() {
+			_ = w.conn.Close(context.Background())
+			w.conn = nil
+			out.Class, out.SQLState = driver.Classify(err, inCommit, out.Attempts)
+			if out.Class == workload.ClassFailedError {
+				out.Class = workload.ClassConnError
+			}
+			out.Err = err
+			return out, nil
+		}
+		code := driver.SQLState(err)
+		if w.o.Script != ScriptSelectOnly {
+			// Leave the aborted transaction before anything else.
+			if rerr := w.rollback(ctx); rerr != nil {
+				out.Class, out.SQLState, out.Err = workload.ClassConnError, driver.SQLState(rerr), rerr
+				return out, nil
+			}
+		}
+		if driver.Retryable(code) && out.Attempts < w.o.MaxTries && ctx.Err() == nil {
+			out.Attempts++
+			continue
+		}
+		out.Class, out.SQLState = driver.Classify(err, false, out.Attempts)
+		if !driver.Retryable(code) {
+			out.Class = workload.ClassFailedError
+		}
+		out.Err = err
+		return out, nil
+	}
+}
+
+// draw picks the transaction's values as pgbench's scripts do: aid with the
+// chosen distribution, bid and tid uniform, delta uniform in [-5000, 5000].
+func (w *Worker) draw() {
+	scale := int64(w.o.Scale)
+	aid := w.o.Dist.Int(w.rng, 1, AccountsPerScale*scale)
+	bid := gen.UniformInt(w.rng, 1, BranchesPerScale*scale)
+	tid := gen.UniformInt(w.rng, 1, TellersPerScale*scale)
+	delta := gen.UniformInt(w.rng, -5000, 5000)
+	if w.bigAid {
+		binary.BigEndian.PutUint64(w.enc[pAid], uint64(aid))
+	} else {
+		binary.BigEndian.PutUint32(w.enc[pAid], uint32(int32(aid)))
+	}
+	binary.BigEndian.PutUint32(w.enc[pBid], uint32(int32(bid)))
+	binary.BigEndian.PutUint32(w.enc[pTid], uint32(int32(tid)))
+	binary.BigEndian.PutUint32(w.enc[pDelta], uint32(int32(delta)))
+}
+
+// attempt runs the statements once. It reports whether a failure happened
+// at the commit (END), where a lost connection makes the outcome unknown.
+func (w *Worker) attempt(ctx context.Context) (error, bool) {
+	pc := w.conn.PgConn()
+	if w.o.Pipeline {
+		return w.attemptPipeline(ctx, pc)
+	}
+	last := len(w.steps) - 1
+	for i := range w.steps {
+		rr := pc.ExecPrepared(ctx, w.steps[i].name, w.args[i], w.binary, w.binary)
+		for rr.NextRow() {
+		}
+		if _, err := rr.Close(); err != nil {
+			return err, i == last && w.steps[i].sql == sqlEnd
+		}
+	}
+	return nil, false
+}
+
+func (w *Worker) attemptPipeline(ctx context.Context, pc *pgconn.PgConn) (error, bool) {
+	w.batch = pgconn.Batch{}
+	for i := range w.steps {
+		w.batch.ExecPrepared(w.steps[i].name, w.args[i], w.binary, w.binary)
+	}
+	mrr := pc.ExecBatch(ctx, &w.batch)
+	var first error
+	for mrr.NextResult() {
+		rr := mrr.ResultReader()
+		for rr.NextRow() {
+		}
+		if _, err := rr.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	err := mrr.Close()
+	if first == nil {
+		first = err
+	}
+	// In a pipeline the whole transaction is in flight when the connection dies.
+	return first, first != nil && w.o.Script != ScriptSelectOnly
+}
+
+func (w *Worker) rollback(ctx context.Context) error {
+	_, err := w.conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll()
+	if err != nil && (driver.IsConnError(err) || w.conn.IsClosed()) {
+		_ = w.conn.Close(context.Background())
+		w.conn = nil
+		return err
+	}
+	return nil
+}
+
+// Close closes the connection.
+func (w *Worker) Close() error {
+	if w.conn == nil {
+		return nil
+	}
+	err := w.conn.Close(context.Background())
+	w.conn = nil
+	return err
+}
+
+// Describe says how the transaction is sent, for the summary.
+func (o RunOptions) Describe() string {
+	p := "prepared"
+	if o.Pipeline {
+		p = "prepared+pipeline"
+	}
+	return o.Script + " (" + p + ", aid " + o.Dist.String() + ", max tries " + strconv.Itoa(o.MaxTries) + ")"
+}

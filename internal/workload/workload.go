@@ -1,0 +1,136 @@
+// Package workload holds the interfaces every workload implements and the
+// registry through which the CLI finds them. No workload name is switched on
+// outside its own package.
+package workload
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// OutcomeClass says how one transaction ended. Every transaction lands in
+// exactly one class (DESIGN.md section 6).
+type OutcomeClass uint8
+
+const (
+	ClassOK                   OutcomeClass = iota // committed on the first try
+	ClassUserAbort                                // rolled back on purpose by the workload (TPC-C 1%)
+	ClassRetriedOK                                // committed after one or more retries
+	ClassFailedRetryExhausted                     // 40001/40P01 still failing after max tries
+	ClassFailedError                              // any other SQLSTATE
+	ClassConnError                                // connection lost or refused (08xxx, 57P01..57P03, network)
+	ClassAmbiguousCommit                          // connection lost during COMMIT: unknown outcome
+	ClassSkippedLate                              // open loop only: not sent because already later than --latency-limit
+	NumClasses
+)
+
+var classNames = [NumClasses]string{
+	"ok", "user_abort", "retried_ok", "failed_retry_exhausted", "failed_error",
+	"conn_error", "ambiguous_commit", "skipped_late",
+}
+
+func (c OutcomeClass) String() string {
+	if c < NumClasses {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// ParseClass is the inverse of String.
+func ParseClass(s string) (OutcomeClass, bool) {
+	for i, n := range classNames {
+		if n == s {
+			return OutcomeClass(i), true
+		}
+	}
+	return 0, false
+}
+
+// Committed reports whether the transaction's work is in the database.
+func (c OutcomeClass) Committed() bool { return c == ClassOK || c == ClassRetriedOK }
+
+// Completed reports whether the transaction ran to its intended end
+// (committed, or rolled back on purpose).
+func (c OutcomeClass) Completed() bool { return c.Committed() || c == ClassUserAbort }
+
+// IsError reports whether the class counts as an error.
+func (c OutcomeClass) IsError() bool {
+	switch c {
+	case ClassFailedRetryExhausted, ClassFailedError, ClassConnError, ClassAmbiguousCommit:
+		return true
+	}
+	return false
+}
+
+// Outcome is what one Step did. The executor times the step; think time is
+// returned as data and slept by the executor outside the timed region.
+type Outcome struct {
+	Op       string        // transaction type, e.g. "tpcb-like"
+	Class    OutcomeClass  // how it ended
+	Attempts int           // tries made (>= 1); latency covers all of them
+	SQLState string        // SQLSTATE of the last error, "" when none or not from the server
+	Err      error         // last error, for the first-N error log; nil on success
+	Think    time.Duration // time to wait after this step before the next (closed loop)
+}
+
+// Worker does one unit of work per Step on its own connection. A worker
+// survives errors: a Step after a connection error reconnects. Step returns a
+// non-nil error only when the worker cannot go on at all (the run stops).
+type Worker interface {
+	Step(ctx context.Context) (Outcome, error)
+	Close() error
+}
+
+// Meta describes a workload.
+type Meta struct {
+	Name        string
+	Description string
+	Version     string
+}
+
+// Workload is the minimum a workload provides.
+type Workload interface {
+	Meta() Meta
+}
+
+// Registry maps workload names to workloads. It is built in main and passed
+// down; there is no package-level registry.
+type Registry struct {
+	byName map[string]Workload
+}
+
+// NewRegistry makes a registry holding ws.
+func NewRegistry(ws ...Workload) *Registry {
+	r := &Registry{byName: map[string]Workload{}}
+	for _, w := range ws {
+		r.Register(w)
+	}
+	return r
+}
+
+// Register adds w; registering a name twice panics (a programming error).
+func (r *Registry) Register(w Workload) {
+	n := w.Meta().Name
+	if _, dup := r.byName[n]; dup {
+		panic("workload registered twice: " + n)
+	}
+	r.byName[n] = w
+}
+
+// Get finds a workload by name.
+func (r *Registry) Get(name string) (Workload, bool) {
+	w, ok := r.byName[name]
+	return w, ok
+}
+
+// Names lists the registered names, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
