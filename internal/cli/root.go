@@ -83,7 +83,7 @@ check failed, 6 missing dependency (binary, user), 130 interrupted.`,
 	root.SetOut(s.Stdout)
 	root.SetErr(s.Stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &flagError{msg: err.Error() + " (tunebench " + c.CommandPath()[len("tunebench"):] + ")"}
+		return &flagError{msg: c.CommandPath() + ": " + err.Error()}
 	})
 	root.AddCommand(
 		newVersionCmd(s),

@@ -52,7 +52,7 @@ type tpcbParams struct {
 func newRunTPCBCmd(s *State) *cobra.Command {
 	var cf connFlags
 	var rf resultsFlag
-	var jsonPath, dist string
+	var jsonPath, dist, cpuProfile string
 	p := tpcbParams{Script: tpcb.ScriptTPCB, Clients: 1, MaxTries: 1, Progress: time.Second, MaxErrorsPct: 1}
 	cmd := &cobra.Command{
 		Use:   "tpcb --script S --clients N (--duration D | --transactions T) [--rate R [--latency-limit L]]",
@@ -97,6 +97,13 @@ interrupted (the partial result is saved, marked interrupted).`,
 				return err
 			}
 			defer st.Close()
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			sum, runErr := runTPCB(cmd.Context(), s, t, srv, st, p, true)
 			if sum != nil && jsonPath != "" {
 				if err := writeJSONFile(jsonPath, sum); err != nil && runErr == nil {
@@ -124,6 +131,8 @@ interrupted (the partial result is saved, marked interrupted).`,
 	f.BoolVar(&p.NoCheck, "no-check", false, "skip the consistency check after the run")
 	f.Float64Var(&p.MaxErrorsPct, "max-errors-pct", p.MaxErrorsPct, "exit with code 4 when errors exceed this percentage of transactions")
 	f.StringArrayVar(&p.Settings, "set", nil, "server setting name=value for this run, applied with ALTER SYSTEM, verified, restored afterwards (repeatable; needs superuser)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the driver to this file (for tuning tunebench itself)")
+	_ = f.MarkHidden("cpuprofile")
 	f.StringVar(&jsonPath, "json", "", "write the run summary as JSON to this file (see docs/json-summary.md)")
 	return cmd
 }

@@ -46,6 +46,9 @@ func orDash(s string) string {
 
 // printTick is the live progress line.
 func printTick(s *State, tk run.Tick) {
+	if tk.Phase == run.PhaseDrain {
+		return // a partial interval while in-flight work finishes: not a rate
+	}
 	phase := ""
 	if tk.Phase != "" && tk.Phase != "measure" {
 		phase = " [" + tk.Phase + "]"
