@@ -107,14 +107,10 @@ func buildSummary(res *run.Result) summary {
 		Interrupted: res.Interrupted,
 	}
 	var total int64
-	for c, n := range res.Totals {
+	for c := workload.OutcomeClass(0); c < workload.NumClasses; c++ {
+		n := res.Totals[c]
 		sum.Outcomes[c.String()] = n
 		total += n
-	}
-	for _, op := range res.Ops {
-		if op.Class == workload.ClassRetriedOK {
-			sum.Retries += op.Count // at least one retry each
-		}
 	}
 	if total > 0 {
 		sum.ErrorsPct = 100 * float64(res.Errors) / float64(total)
