@@ -70,13 +70,10 @@ func newServerStopCmd(s *State) *cobra.Command {
 		Short: "Stop a managed PostgreSQL (restoring settings tunebench applied)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				return errs.Usage("give the server directory with --dir", "--dir is required")
-			}
 			if mode != "smart" && mode != "fast" && mode != "immediate" {
 				return errs.Usage("--mode is smart, fast or immediate", "invalid mode %q", mode)
 			}
-			srv, err := server.Open(dir)
+			srv, err := openManaged(dir)
 			if err != nil {
 				return err
 			}
@@ -99,10 +96,7 @@ func newServerStatusCmd(s *State) *cobra.Command {
 		Short: "Show whether a managed PostgreSQL is running",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				return errs.Usage("give the server directory with --dir", "--dir is required")
-			}
-			srv, err := server.Open(dir)
+			srv, err := openManaged(dir)
 			if err != nil {
 				return err
 			}
@@ -129,10 +123,7 @@ func newServerEnvCmd(s *State) *cobra.Command {
 		Short: "Print export lines for psql, pgbench and tunebench (eval \"$(tunebench server env --dir D)\")",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				return errs.Usage("give the server directory with --dir", "--dir is required")
-			}
-			srv, err := server.Open(dir)
+			srv, err := openManaged(dir)
 			if err != nil {
 				return err
 			}
@@ -155,4 +146,12 @@ func shellQuoteAll(kvs []string) []string {
 		out[i] = k + "=" + v
 	}
 	return out
+}
+
+// openManaged opens the managed server directory given with --dir.
+func openManaged(dir string) (*server.Server, error) {
+	if dir == "" {
+		return nil, errs.Usage("give the server directory with --dir", "--dir is required")
+	}
+	return server.Open(dir)
 }
