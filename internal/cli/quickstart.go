@@ -31,11 +31,11 @@ stops the server and says where the results are. A few minutes on 2 cores.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			start := time.Now()
-			storePath, err := rf.resolve()
+			storePath, err := rf.resolve(s.Getenv)
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd, &rf)
+			st, err := openStore(cmd, s, &rf)
 			if err != nil {
 				return err
 			}

@@ -20,11 +20,13 @@ func (f *resultsFlag) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.path, "results", "", "results store (SQLite) path; default $TUNEBENCH_RESULTS, else $XDG_DATA_HOME/tunebench/results.db, else ~/.local/share/tunebench/results.db")
 }
 
-func (f *resultsFlag) resolve() (string, error) {
+// resolve picks the store path: --results, else the default from the
+// State's environment (getenv), never the process environment directly.
+func (f *resultsFlag) resolve(getenv func(string) string) (string, error) {
 	if f.path != "" {
 		return f.path, nil
 	}
-	p, err := store.DefaultPath()
+	p, err := store.DefaultPathFrom(getenv)
 	if err != nil {
 		return "", errs.Wrap(errs.KindUsage, err, "give --results PATH or set TUNEBENCH_RESULTS", "cannot find the default results store path")
 	}
@@ -40,8 +42,8 @@ func newResultsCmd(s *State) *cobra.Command {
 	return cmd
 }
 
-func openStore(cmd *cobra.Command, rf *resultsFlag) (*store.Store, error) {
-	p, err := rf.resolve()
+func openStore(cmd *cobra.Command, s *State, rf *resultsFlag) (*store.Store, error) {
+	p, err := rf.resolve(s.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +58,7 @@ func newResultsListCmd(s *State) *cobra.Command {
 		Short: "List runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd, &rf)
+			st, err := openStore(cmd, s, &rf)
 			if err != nil {
 				return err
 			}
@@ -120,7 +122,7 @@ func newResultsShowCmd(s *State) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd, &rf)
+			st, err := openStore(cmd, s, &rf)
 			if err != nil {
 				return err
 			}
@@ -173,7 +175,7 @@ func newResultsExportCmd(s *State) *cobra.Command {
 			if format != "csv" && format != "json" {
 				return errs.Usage("--format is csv or json", "invalid format %q", format)
 			}
-			st, err := openStore(cmd, &rf)
+			st, err := openStore(cmd, s, &rf)
 			if err != nil {
 				return err
 			}

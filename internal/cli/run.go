@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"github.com/tunebench/tunebench/internal/driver/pg"
 	"github.com/tunebench/tunebench/internal/envinfo"
@@ -92,7 +93,7 @@ interrupted (the partial result is saved, marked interrupted).`,
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd, &rf)
+			st, err := openStore(cmd, s, &rf)
 			if err != nil {
 				return err
 			}
@@ -252,11 +253,17 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 		if p.Rate > 0 {
 			mode = fmt.Sprintf("open loop at %.1f tps", p.Rate)
 		}
-		length := fmt.Sprintf("%s", p.Duration)
+		length := p.Duration.String()
 		if p.Transactions > 0 {
 			length = fmt.Sprintf("%d transactions per client", p.Transactions)
 		}
 		s.eprintf("tpcb %s: scale %d, %d clients, %s, %s, %s\n", ro.Describe(), info.Scale, p.Clients, length, mode, t.Describe())
+	}
+
+	if writes && info.LoadedBy == "tunebench" {
+		if err := tpcb.RecordRun(ctx, admin, nil); err != nil {
+			return nil, err
+		}
 	}
 
 	cfg := run.Config{
@@ -298,11 +305,18 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 	// History bookkeeping for the check: committed writing transactions over
 	// warm-up and measurement (the history grows in both), plus drain.
 	var check *tpcb.CheckReport
-	if admin.IsClosed() {
-		admin, err = t.Connect(bg)
+	// The admin connection may have died during the run (a server restart)
+	// without pgx having noticed yet: reconnect if it does not answer.
+	if admin.IsClosed() || admin.Ping(bg) != nil {
+		admin.Close(bg)
+		var c *pgx.Conn
+		if c, err = t.Connect(bg); err == nil {
+			admin = c
+		}
 	}
-	if err == nil && writes {
-		err = tpcb.RecordRun(bg, admin, tpcb.RunRecord{HistoryBefore: histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll})
+	// Only tunebench-loaded databases have the meta table (not pgbench -i ones).
+	if err == nil && writes && info.LoadedBy == "tunebench" {
+		err = tpcb.RecordRun(bg, admin, &tpcb.RunRecord{HistoryBefore: histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll})
 	}
 	if err == nil && !p.NoCheck && !res.Interrupted {
 		var rep tpcb.CheckReport

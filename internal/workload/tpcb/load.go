@@ -324,7 +324,7 @@ type rangeRows struct {
 func (s *rangeRows) fill(p []byte) (int, int64, bool) {
 	b := p[:0]
 	var rows int64
-	for s.next < s.end && cap(p)-len(b) >= maxRow {
+	for s.next < s.end && len(p)-len(b) >= maxRow {
 		b = s.format(b, s.next)
 		s.next++
 		rows++
@@ -344,7 +344,7 @@ type chunkRows struct {
 func (s *chunkRows) fill(p []byte) (int, int64, bool) {
 	b := p[:0]
 	var rows int64
-	for cap(p)-len(b) >= maxRow {
+	for len(p)-len(b) >= maxRow {
 		if s.cur >= s.end {
 			c := s.next.Add(1) - 1
 			if c >= s.chunks {
