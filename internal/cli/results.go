@@ -82,6 +82,7 @@ func newResultsListCmd(s *State) *cobra.Command {
 	}
 	rf.add(cmd.Flags())
 	cmd.Flags().StringVar(&f.Workload, "workload", "", "only this workload")
+	cmd.Flags().StringVar(&f.Experiment, "experiment", "", "only runs of this experiment (quickstart runs are \"quickstart\")")
 	cmd.Flags().IntVar(&f.Limit, "limit", 50, "at most this many runs (0 = all)")
 	return cmd
 }

@@ -341,7 +341,7 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 		status = "failed"
 	}
 	sum.Status = status
-	saved, err := saveRun(bg, st, "tpcb", p.Script, status, p, env, &sum, check, res)
+	saved, err := saveRun(bg, st, p.Experiment, "tpcb", p.Script, status, p, env, &sum, check, res)
 	if err != nil {
 		return &sum, err
 	}
@@ -371,7 +371,7 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 }
 
 // saveRun writes the run, its series and histograms in one transaction.
-func saveRun(ctx context.Context, st *store.Store, wl, variant, status string, params any, env *envinfo.Snapshot, sum *summary, check any, res *run.Result) (int64, error) {
+func saveRun(ctx context.Context, st *store.Store, experiment, wl, variant, status string, params any, env *envinfo.Snapshot, sum *summary, check any, res *run.Result) (int64, error) {
 	pj, err := json.Marshal(params)
 	if err != nil {
 		return 0, err
@@ -380,7 +380,7 @@ func saveRun(ctx context.Context, st *store.Store, wl, variant, status string, p
 	if err != nil {
 		return 0, err
 	}
-	r := &store.Run{Workload: wl, Variant: variant, Status: status, StartedAt: res.StartedAt, EndedAt: res.EndedAt, Params: pj, Env: ej}
+	r := &store.Run{Experiment: experiment, Workload: wl, Variant: variant, Status: status, StartedAt: res.StartedAt, EndedAt: res.EndedAt, Params: pj, Env: ej}
 	if check != nil {
 		if r.Check, err = json.Marshal(check); err != nil {
 			return 0, err
