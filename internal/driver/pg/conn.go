@@ -24,7 +24,10 @@ const EnvDSN = "TUNEBENCH_DSN"
 // Target is a parsed, validated connection target.
 type Target struct {
 	Config *pgx.ConnConfig
-	red    *redact.Redactor
+	// NetpollIO makes Connect use Go's standard network I/O instead of
+	// blocking system calls (for comparisons).
+	NetpollIO bool
+	red       *redact.Redactor
 }
 
 // ParseTarget builds the connection configuration. dsnFlag is the --dsn value
@@ -94,15 +97,46 @@ func (t *Target) Copy() *pgx.ConnConfig { return t.Config.Copy() }
 func (t *Target) WithDatabase(db string) *Target {
 	c := t.Config.Copy()
 	c.Database = db
-	return &Target{Config: c, red: t.red}
+	return &Target{Config: c, NetpollIO: t.NetpollIO, red: t.red}
 }
 
-// Connect opens one connection; failures become KindConnect errors with the
-// password redacted and a hint.
+// Connect opens one connection for load generation; failures become
+// KindConnect errors with the password redacted and a hint.
+//
+// Unless NetpollIO is set, the connection does blocking system calls on its
+// socket (see directConn): a round trip then costs one sleep and one wake-up
+// of the calling thread in the kernel instead of a netpoller hand-off between
+// threads. Every pgx feature keeps working (context cancellation, deadlines,
+// Close from another goroutine); the price is one OS thread per connection
+// blocked in a read, which is what a benchmark client wants anyway.
 func (t *Target) Connect(ctx context.Context) (*pgx.Conn, error) {
+	return t.connect(ctx, !t.NetpollIO)
+}
+
+// ConnectStd opens one connection with Go's standard network I/O, for
+// connections that are not on the measured path.
+func (t *Target) ConnectStd(ctx context.Context) (*pgx.Conn, error) {
+	return t.connect(ctx, false)
+}
+
+func (t *Target) connect(ctx context.Context, direct bool) (*pgx.Conn, error) {
 	cfg := t.Config.Copy()
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
+	}
+	if direct {
+		dial := cfg.DialFunc
+		if dial == nil {
+			dial = (&net.Dialer{KeepAlive: 5 * time.Minute}).DialContext
+		}
+		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			c, _ = newDirectConn(c)
+			return c, nil
+		}
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

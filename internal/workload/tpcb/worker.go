@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/tunebench/tunebench/internal/driver"
+	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/gen"
@@ -91,6 +94,7 @@ type Worker struct {
 	o       RunOptions
 	connect Connector
 	conn    *pgx.Conn
+	sds     []*pgconn.StatementDescription // per step, of conn
 	rng     *rand.Rand
 	steps   []stmt
 	bigAid  bool
@@ -100,11 +104,25 @@ type Worker struct {
 	enc    [nParams][]byte
 	args   [][][]byte // per step: its parameter values
 	binary []int16    // one binary format code, for params and results
-	batch  pgconn.Batch
+	// protocol messages, built once (the binds hold args)
+	binds    []pgproto3.Bind
+	describe pgproto3.Describe
+	execute  pgproto3.Execute
+	sync     pgproto3.Sync
+
+	// Cancellation: statements run with context.Background() and the Step
+	// context is watched once per connection (see watch).
+	watchedDone <-chan struct{}
+	stopWatch   func() bool
+
+	// Scheduling discipline of the Step goroutine when the connection does
+	// blocking I/O (pgdrv.Target.Connect).
+	direct bool
+	thread pgdrv.Thread
 }
 
-// NewWorker makes a worker; it connects lazily on the first Step unless
-// connectNow, so set-up failures surface as errors here.
+// NewWorker makes a worker and connects it, so set-up failures surface as
+// errors here.
 func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int) (*Worker, error) {
 	var aidOID uint32 = 23
 	big := o.Scale >= BigintScale
@@ -129,55 +147,117 @@ func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int) (*W
 		}
 		w.args[i] = a
 	}
+	w.sds = make([]*pgconn.StatementDescription, len(w.steps))
+	w.describe = pgproto3.Describe{ObjectType: 'P'}
+	w.binds = make([]pgproto3.Bind, len(w.steps))
+	for i, s := range w.steps {
+		w.binds[i] = pgproto3.Bind{PreparedStatement: s.name, ParameterFormatCodes: w.binary, Parameters: w.args[i], ResultFormatCodes: w.binary}
+	}
 	if err := w.reconnect(ctx); err != nil {
 		return nil, err
+	}
+	if w.direct {
+		// Workers are made one after the other with ids 0..n-1.
+		pgdrv.EnsureProcs(id + 1)
 	}
 	return w, nil
 }
 
 func (w *Worker) reconnect(ctx context.Context) error {
-	if w.conn != nil {
-		_ = w.conn.Close(context.Background())
-		w.conn = nil
-	}
+	w.dropConn()
 	conn, err := w.connect(ctx)
 	if err != nil {
 		return err
 	}
-	for _, s := range w.steps {
-		if _, err := conn.PgConn().Prepare(ctx, s.name, s.sql, s.oids); err != nil {
+	for i, s := range w.steps {
+		sd, err := conn.PgConn().Prepare(ctx, s.name, s.sql, s.oids)
+		if err != nil {
 			_ = conn.Close(context.Background())
 			return fmt.Errorf("prepare %s: %w", s.sql, err)
 		}
+		w.sds[i] = sd
 	}
 	w.conn = conn
+	w.direct = pgdrv.IsDirect(conn.PgConn().Conn())
 	return nil
+}
+
+// dropConn closes the connection, if any, and stops watching for its sake.
+func (w *Worker) dropConn() {
+	w.unwatch()
+	if w.conn != nil {
+		_ = w.conn.Close(context.Background())
+		w.conn = nil
+	}
+}
+
+// watch makes the cancellation of ctx interrupt the statement in progress
+// on the current connection. The statements themselves run with
+// context.Background(): for a cancellable context pgconn registers a
+// context.AfterFunc per statement (a mutex shared by all workers on the
+// executor's step context, a channel allocation, a removal) and that was
+// about 9% of the client's CPU time. Here the registration is made once per
+// connection; cancellation sets a deadline in the past on the socket, which
+// interrupts a blocked read or write, and pgconn then closes the connection
+// as it does when it handles the cancellation itself.
+func (w *Worker) watch(ctx context.Context) {
+	done := ctx.Done()
+	if done == w.watchedDone && w.stopWatch != nil || done == nil {
+		return
+	}
+	w.unwatch()
+	nc := w.conn.PgConn().Conn()
+	w.watchedDone = done
+	w.stopWatch = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+}
+
+func (w *Worker) unwatch() {
+	if w.stopWatch != nil {
+		w.stopWatch()
+		w.stopWatch = nil
+	}
+	w.watchedDone = nil
 }
 
 // Step runs one transaction of the script, retrying serialization failures
 // and deadlocks with the same values up to MaxTries.
 func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 	out := workload.Outcome{Op: w.o.Script, Attempts: 1}
+	if w.direct {
+		w.thread.Tick()
+	}
+	if err := ctx.Err(); err != nil {
+		out.Class, out.SQLState = driver.Classify(err, false, 1)
+		out.Err = err
+		return out, nil
+	}
 	if w.conn == nil {
 		if err := w.reconnect(ctx); err != nil {
 			out.Class, out.SQLState = driver.Classify(err, false, 1)
-			if out.Class != workload.ClassConnError && driver.IsConnError(err) {
+			// A failed connection attempt (its error is flattened by
+			// Target.ConnectError) is a connection error: the executor
+			// then spaces the next attempts out.
+			if driver.IsConnError(err) || errs.KindOf(err) == errs.KindConnect {
 				out.Class = workload.ClassConnError
 			}
 			out.Err = err
 			return out, nil
 		}
 	}
+	w.watch(ctx)
 	w.draw()
 	for {
-		err, inCommit := w.attempt(ctx)
+		err, inCommit := w.attempt()
 		if err == nil {
 			out.Class, _ = driver.Classify(nil, false, out.Attempts)
 			return out, nil
 		}
+		if cerr := ctx.Err(); cerr != nil {
+			// Interrupted through the watch: report it as pgconn would.
+			err = cerr
+		}
 		if driver.IsConnError(err) || w.conn.IsClosed() {
-			_ = w.conn.Close(context.Background())
-			w.conn = nil
+			w.dropConn()
 			out.Class, out.SQLState = driver.Classify(err, inCommit, out.Attempts)
 			if out.Class == workload.ClassFailedError {
 				out.Class = workload.ClassConnError
@@ -188,7 +268,7 @@ func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 		code := driver.SQLState(err)
 		if w.o.Script != ScriptSelectOnly {
 			// Leave the aborted transaction before anything else.
-			if rerr := w.rollback(ctx); rerr != nil {
+			if rerr := w.rollback(); rerr != nil {
 				out.Class, out.SQLState, out.Err = workload.ClassConnError, driver.SQLState(rerr), rerr
 				return out, nil
 			}
@@ -226,51 +306,82 @@ func (w *Worker) draw() {
 
 // attempt runs the statements once. It reports whether a failure happened
 // at the commit (END), where a lost connection makes the outcome unknown.
-func (w *Worker) attempt(ctx context.Context) (error, bool) {
+//
+// The statements go through pgconn's wire protocol layer (Frontend, and
+// ReceiveMessage, which keeps the connection's state: transaction status,
+// parameter changes, notices, fatal errors closing it): the same messages
+// as PgConn.ExecStatement (Bind, a Describe for statements without result
+// columns, Execute, Sync; or one Sync for the whole transaction in a
+// pipeline) without its per-statement set-up: the busy lock, the result
+// reader, the slow-write timer (two timer updates per statement) and a
+// command tag string. The messages are built once per worker: the
+// parameter slices they hold are the ones draw fills. Everything is
+// small enough to fit the socket buffers, so the write cannot dead-lock
+// against an unread reply, which is what pgconn's slow-write timer guards
+// against.
+func (w *Worker) attempt() (error, bool) {
 	pc := w.conn.PgConn()
+	fe := pc.Frontend()
 	if w.o.Pipeline {
-		return w.attemptPipeline(ctx, pc)
+		for i := range w.steps {
+			w.queue(fe, i)
+		}
+		err := w.roundTrip(pc, fe)
+		// In a pipeline the whole transaction is in flight when the
+		// connection dies.
+		return err, err != nil && w.o.Script != ScriptSelectOnly
 	}
 	last := len(w.steps) - 1
 	for i := range w.steps {
-		rr := pc.ExecPrepared(ctx, w.steps[i].name, w.args[i], w.binary, w.binary)
-		for rr.NextRow() {
-		}
-		if _, err := rr.Close(); err != nil {
+		w.queue(fe, i)
+		if err := w.roundTrip(pc, fe); err != nil {
 			return err, i == last && w.steps[i].sql == sqlEnd
 		}
 	}
 	return nil, false
 }
 
-func (w *Worker) attemptPipeline(ctx context.Context, pc *pgconn.PgConn) (error, bool) {
-	w.batch = pgconn.Batch{}
-	for i := range w.steps {
-		w.batch.ExecPrepared(w.steps[i].name, w.args[i], w.binary, w.binary)
+// queue buffers the messages of step i.
+func (w *Worker) queue(fe *pgproto3.Frontend, i int) {
+	fe.SendBind(&w.binds[i])
+	if len(w.sds[i].Fields) == 0 {
+		fe.SendDescribe(&w.describe)
 	}
-	mrr := pc.ExecBatch(ctx, &w.batch)
-	var first error
-	for mrr.NextResult() {
-		rr := mrr.ResultReader()
-		for rr.NextRow() {
-		}
-		if _, err := rr.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	err := mrr.Close()
-	if first == nil {
-		first = err
-	}
-	// In a pipeline the whole transaction is in flight when the connection dies.
-	return first, first != nil && w.o.Script != ScriptSelectOnly
+	fe.SendExecute(&w.execute)
 }
 
-func (w *Worker) rollback(ctx context.Context) error {
-	_, err := w.conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll()
+// roundTrip sends the queued messages and a Sync, and reads the replies up
+// to ReadyForQuery. It returns the first error the server reported, else a
+// connection error.
+func (w *Worker) roundTrip(pc *pgconn.PgConn, fe *pgproto3.Frontend) error {
+	fe.SendSync(&w.sync)
+	if err := fe.Flush(); err != nil {
+		return err
+	}
+	var first error
+	for {
+		// context.Background(): see watch.
+		msg, err := pc.ReceiveMessage(context.Background())
+		if err != nil {
+			return err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ErrorResponse:
+			if first == nil {
+				first = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.ReadyForQuery:
+			return first
+		}
+	}
+}
+
+// rollback leaves an aborted transaction. It runs with context.Background():
+// the watch set up by Step interrupts it if the Step context is cancelled.
+func (w *Worker) rollback() error {
+	_, err := w.conn.PgConn().Exec(context.Background(), "ROLLBACK").ReadAll()
 	if err != nil && (driver.IsConnError(err) || w.conn.IsClosed()) {
-		_ = w.conn.Close(context.Background())
-		w.conn = nil
+		w.dropConn()
 		return err
 	}
 	return nil
@@ -278,6 +389,7 @@ func (w *Worker) rollback(ctx context.Context) error {
 
 // Close closes the connection.
 func (w *Worker) Close() error {
+	w.unwatch()
 	if w.conn == nil {
 		return nil
 	}

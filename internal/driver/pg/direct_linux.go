@@ -1,0 +1,288 @@
+//go:build linux
+
+package pg
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// directConn is a net.Conn that does blocking read(2) and write(2) on the
+// socket: the calling thread sleeps in the kernel and the kernel wakes it
+// when the server's reply arrives, as with libpq. Go's own sockets park the
+// goroutine on EAGAIN and need the netpoller and a second thread to wake it,
+// which on a loaded machine adds a thread hand-off to every round trip.
+//
+// pgconn drives deadlines in three ways, all supported:
+//   - a deadline at or before now (context cancellation) interrupts a
+//     blocked Read or Write by shutting the socket down; the interrupted
+//     call returns a timeout error (pgconn then closes the connection, as it
+//     does for every I/O error inside a query). A deadline that expires
+//     while no call is in progress only makes the next calls fail with a
+//     timeout, and clearing it makes the connection usable again, as with a
+//     net.TCPConn;
+//   - a future deadline (asyncClose bounds its drain with one) arms a timer
+//     that does the same when it fires;
+//   - the zero time clears the deadline.
+//
+// Close shuts the socket down first (which wakes a call blocked on it in
+// another goroutine) and closes the descriptor when the last call using it
+// has returned, so a descriptor number is never used after it was reused.
+type directConn struct {
+	fd           int
+	network      string
+	laddr, raddr net.Addr
+
+	// state counts the calls using fd, plus closedBit once Close ran.
+	state atomic.Int64
+	// shut is set when a deadline shut the socket down.
+	shut atomic.Bool
+
+	rd, wd deadline
+
+	mu sync.Mutex // serializes deadline changes and timer callbacks
+}
+
+const closedBit = 1 << 62
+
+// deadline is one direction's deadline.
+type deadline struct {
+	expired  atomic.Bool
+	inflight atomic.Int32 // calls of this direction in progress
+	seq      uint64       // guarded by directConn.mu; stale timers check it
+	timer    *time.Timer  // guarded by directConn.mu
+}
+
+// newDirectConn takes over the socket of c (a *net.TCPConn or *net.UnixConn)
+// for blocking I/O and closes c. If that is not possible, it returns c
+// unchanged and false.
+func newDirectConn(c net.Conn) (net.Conn, bool) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return c, false
+	}
+	// A duplicate descriptor, then close c: that takes the socket out of the
+	// runtime's epoll set (no wake-ups of the netpoller for our traffic)
+	// while the socket itself stays open through the duplicate.
+	fd := -1
+	var derr error
+	if err := rc.Control(func(orig uintptr) {
+		fd, derr = unix.FcntlInt(orig, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil || derr != nil {
+		return c, false
+	}
+	// O_NONBLOCK belongs to the open file, shared by both descriptors; c is
+	// closed right after, so nothing else depends on it.
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		_ = syscall.Close(fd)
+		return c, false
+	}
+	dc := &directConn{fd: fd, network: c.LocalAddr().Network(), laddr: c.LocalAddr(), raddr: c.RemoteAddr()}
+	_ = c.Close()
+	return dc, true
+}
+
+// IsDirect reports whether c is a direct connection (Target.Connect on
+// Linux), whose driving goroutine benefits from a Thread.
+func IsDirect(c net.Conn) bool {
+	_, ok := c.(*directConn)
+	return ok
+}
+
+func (c *directConn) incref() bool {
+	for {
+		s := c.state.Load()
+		if s&closedBit != 0 {
+			return false
+		}
+		if c.state.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
+
+func (c *directConn) decref() {
+	if c.state.Add(-1) == closedBit {
+		_ = syscall.Close(c.fd)
+	}
+}
+
+func (c *directConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !c.incref() {
+		return 0, c.opErr("read", net.ErrClosed)
+	}
+	defer c.decref()
+	c.rd.inflight.Add(1)
+	defer c.rd.inflight.Add(-1)
+	if c.rd.expired.Load() {
+		return 0, c.opErr("read", os.ErrDeadlineExceeded)
+	}
+	wasShut := c.shut.Load()
+	for {
+		n, err := syscall.Read(c.fd, p)
+		if err == syscall.EINTR {
+			continue
+		}
+		if n > 0 {
+			return n, nil
+		}
+		return 0, c.ioErr("read", &c.rd, wasShut, err)
+	}
+}
+
+func (c *directConn) Write(p []byte) (int, error) {
+	if !c.incref() {
+		return 0, c.opErr("write", net.ErrClosed)
+	}
+	defer c.decref()
+	c.wd.inflight.Add(1)
+	defer c.wd.inflight.Add(-1)
+	if c.wd.expired.Load() {
+		return 0, c.opErr("write", os.ErrDeadlineExceeded)
+	}
+	wasShut := c.shut.Load()
+	done := 0
+	for done < len(p) {
+		n, err := syscall.Write(c.fd, p[done:])
+		if n > 0 {
+			done += n
+		}
+		if err == syscall.EINTR || err == nil && n > 0 {
+			continue
+		}
+		if err == nil {
+			err = syscall.EPIPE // 0 bytes written to a stream socket
+		}
+		return done, c.ioErr("write", &c.wd, wasShut, err)
+	}
+	return done, nil
+}
+
+// errShut is returned by calls on a socket that a deadline shut down
+// earlier: the connection is unusable.
+var errShut = errors.New("connection shut down by an expired deadline")
+
+// ioErr maps a failed call: closed if Close interrupted it, a timeout if a
+// deadline did, else the system error (err nil: EOF).
+func (c *directConn) ioErr(op string, d *deadline, wasShut bool, err error) error {
+	switch {
+	case c.state.Load()&closedBit != 0:
+		return c.opErr(op, net.ErrClosed)
+	case d.expired.Load() || !wasShut && c.shut.Load():
+		return c.opErr(op, os.ErrDeadlineExceeded)
+	case wasShut:
+		return c.opErr(op, errShut)
+	case err == nil:
+		return io.EOF
+	}
+	return c.opErr(op, os.NewSyscallError(op, err))
+}
+
+func (c *directConn) opErr(op string, err error) error {
+	return &net.OpError{Op: op, Net: c.network, Source: c.laddr, Addr: c.raddr, Err: err}
+}
+
+func (c *directConn) Close() error {
+	if !c.incref() {
+		return c.opErr("close", net.ErrClosed)
+	}
+	for {
+		s := c.state.Load()
+		if s&closedBit != 0 {
+			c.decref()
+			return c.opErr("close", net.ErrClosed)
+		}
+		if c.state.CompareAndSwap(s, s|closedBit) {
+			break
+		}
+	}
+	// Wake calls blocked on the socket; the descriptor is closed by the
+	// last decref, ours or theirs.
+	_ = syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
+	c.mu.Lock()
+	c.rd.stop()
+	c.wd.stop()
+	c.mu.Unlock()
+	c.decref()
+	return nil
+}
+
+func (d *deadline) stop() {
+	d.seq++
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+}
+
+func (c *directConn) LocalAddr() net.Addr  { return c.laddr }
+func (c *directConn) RemoteAddr() net.Addr { return c.raddr }
+
+func (c *directConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+func (c *directConn) SetReadDeadline(t time.Time) error  { return c.setDeadline(&c.rd, t) }
+func (c *directConn) SetWriteDeadline(t time.Time) error { return c.setDeadline(&c.wd, t) }
+
+func (c *directConn) setDeadline(d *deadline, t time.Time) error {
+	if c.state.Load()&closedBit != 0 {
+		return c.opErr("set deadline", net.ErrClosed)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d.stop()
+	switch {
+	case t.IsZero():
+		d.expired.Store(false)
+	case !t.After(time.Now()):
+		c.expire(d)
+	default:
+		d.expired.Store(false)
+		seq := d.seq
+		d.timer = time.AfterFunc(time.Until(t), func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if d.seq == seq {
+				c.expire(d)
+			}
+		})
+	}
+	return nil
+}
+
+// expire marks d expired and interrupts a call of its direction blocked in
+// the kernel. c.mu is held. The store and the load below pair with the
+// inflight increment and expired load in Read/Write (all sequentially
+// consistent): either the call sees the expiry before it blocks, or we see
+// the call and shut the socket down.
+func (c *directConn) expire(d *deadline) {
+	d.expired.Store(true)
+	if d.inflight.Load() == 0 {
+		return
+	}
+	if !c.incref() {
+		return
+	}
+	c.shut.Store(true)
+	_ = syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
+	c.decref()
+}

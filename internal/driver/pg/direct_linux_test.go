@@ -1,0 +1,323 @@
+//go:build linux
+
+package pg
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pair returns a directConn and the peer end of a loopback TCP connection.
+func pair(t *testing.T) (*directConn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			accepted <- nil
+			return
+		}
+		accepted <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, ok := newDirectConn(c)
+	if !ok {
+		t.Fatal("newDirectConn refused a *net.TCPConn")
+	}
+	peer := <-accepted
+	if peer == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { dc.Close(); peer.Close() })
+	return dc.(*directConn), peer
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() && errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// within runs f and fails the test if it does not return within d.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %s", what, d)
+	}
+}
+
+func TestDirectConnIsBlocking(t *testing.T) {
+	dc, _ := pair(t)
+	flags, err := fcntlGetFl(dc.fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&syscall.O_NONBLOCK != 0 {
+		t.Fatal("socket still non-blocking")
+	}
+}
+
+func TestDirectConnReadWrite(t *testing.T) {
+	dc, peer := pair(t)
+	go func() { _, _ = io.Copy(peer, peer) }() // echo
+	msg := make([]byte, 1<<20)                 // larger than the socket buffers
+	for i := range msg {
+		msg[i] = byte(i)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := dc.Write(msg)
+		errc <- err
+	}()
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(dc, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != msg[i] {
+			t.Fatalf("byte %d differs", i)
+		}
+	}
+	if dc.LocalAddr() == nil || dc.RemoteAddr() == nil || dc.RemoteAddr().String() != peer.LocalAddr().String() {
+		t.Fatalf("addresses: %v %v", dc.LocalAddr(), dc.RemoteAddr())
+	}
+}
+
+func TestDirectConnPastDeadlineInterruptsRead(t *testing.T) {
+	dc, _ := pair(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := dc.Read(make([]byte, 10))
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let the read block in the kernel
+	start := time.Now()
+	if err := dc.SetDeadline(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !isTimeout(err) {
+			t.Fatalf("got %v, want a timeout", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("took %s", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("blocked read not interrupted")
+	}
+	// The socket was shut down under the read: later calls fail, with a
+	// timeout while the deadline holds, and for good after it is cleared.
+	if _, err := dc.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("read after deadline: %v", err)
+	}
+	_ = dc.SetDeadline(time.Time{})
+	if _, err := dc.Write([]byte("x")); err == nil || isTimeout(err) {
+		t.Fatalf("write on a shut socket: %v, want a permanent error", err)
+	}
+}
+
+func TestDirectConnDeadlineWithoutCallKeepsConn(t *testing.T) {
+	dc, peer := pair(t)
+	_ = dc.SetDeadline(time.Unix(1, 0))
+	if _, err := dc.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("read: %v", err)
+	}
+	if _, err := dc.Write([]byte("x")); !isTimeout(err) {
+		t.Fatalf("write: %v", err)
+	}
+	// Nothing was interrupted: clearing the deadline restores the conn, as
+	// with a net.TCPConn.
+	_ = dc.SetDeadline(time.Time{})
+	if _, err := dc.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(peer, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("peer got %q %v", buf, err)
+	}
+	if _, err := peer.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(dc, buf); err != nil || string(buf) != "pong" {
+		t.Fatalf("got %q %v", buf, err)
+	}
+}
+
+func TestDirectConnFutureDeadline(t *testing.T) {
+	dc, peer := pair(t)
+	start := time.Now()
+	_ = dc.SetReadDeadline(start.Add(100 * time.Millisecond))
+	_, err := dc.Read(make([]byte, 1))
+	if !isTimeout(err) {
+		t.Fatalf("got %v, want timeout", err)
+	}
+	if d := time.Since(start); d < 90*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("returned after %s", d)
+	}
+
+	// A deadline moved or cleared before it fires must not fire.
+	dc2, peer2 := pair(t)
+	_ = peer
+	_ = dc2.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	_ = dc2.SetReadDeadline(time.Time{})
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		_, _ = peer2.Write([]byte("late"))
+	}()
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(dc2, buf); err != nil || string(buf) != "late" {
+		t.Fatalf("got %q %v; a stale deadline timer fired", buf, err)
+	}
+}
+
+func TestDirectConnWriteDeadline(t *testing.T) {
+	dc, _ := pair(t) // the peer never reads: the write blocks once the buffers are full
+	errc := make(chan error, 1)
+	go func() {
+		_, err := dc.Write(make([]byte, 64<<20))
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	_ = dc.SetWriteDeadline(time.Now())
+	select {
+	case err := <-errc:
+		if !isTimeout(err) {
+			t.Fatalf("got %v, want timeout", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("blocked write not interrupted")
+	}
+}
+
+func TestDirectConnCloseUnblocks(t *testing.T) {
+	dc, _ := pair(t)
+	errc := make(chan error, 2)
+	go func() {
+		_, err := dc.Read(make([]byte, 10))
+		errc <- err
+	}()
+	go func() {
+		_, err := dc.Write(make([]byte, 64<<20))
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := dc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-errc:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("got %v, want net.ErrClosed", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close did not unblock the calls")
+		}
+	}
+	if err := dc.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := dc.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read after Close: %v", err)
+	}
+	if err := dc.SetDeadline(time.Now()); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("SetDeadline after Close: %v", err)
+	}
+	if dc.state.Load() != closedBit {
+		t.Fatalf("state %x after Close, want closed with no references", dc.state.Load())
+	}
+}
+
+func TestDirectConnConcurrentClose(t *testing.T) {
+	for i := 0; i < 50; i++ {
+		dc, _ := pair(t)
+		var wg sync.WaitGroup
+		for j := 0; j < 4; j++ {
+			wg.Add(3)
+			go func() { defer wg.Done(); _ = dc.Close() }()
+			go func() { defer wg.Done(); _, _ = dc.Read(make([]byte, 1)) }()
+			go func() { defer wg.Done(); _ = dc.SetDeadline(time.Now()) }()
+		}
+		within(t, 5*time.Second, "concurrent Close", wg.Wait)
+	}
+}
+
+func TestDirectConnPeerGone(t *testing.T) {
+	dc, peer := pair(t)
+	peer.Close()
+	if _, err := dc.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read: %v, want io.EOF", err)
+	}
+	// Writing to a reset connection fails with an error (and no SIGPIPE).
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		_, err = dc.Write([]byte("x"))
+		time.Sleep(time.Millisecond)
+	}
+	if err == nil {
+		t.Fatal("writes to a closed peer keep succeeding")
+	}
+}
+
+func TestDirectConnNoLeaks(t *testing.T) {
+	fds0, g0 := openFDs(t), runtime.NumGoroutine()
+	for i := 0; i < 20; i++ {
+		dc, peer := pair(t)
+		_ = dc.SetReadDeadline(time.Now().Add(time.Hour)) // a pending timer
+		dc.Close()
+		peer.Close()
+	}
+	waitFor(t, func() bool { return openFDs(t) <= fds0 && runtime.NumGoroutine() <= g0 },
+		func() string { return "descriptors or goroutines leaked" })
+}
+
+func fcntlGetFl(fd int) (int, error) {
+	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(ents)
+}
+
+// waitFor polls cond for up to 5 s (goroutines and descriptors are released
+// asynchronously), then fails with msg().
+func waitFor(t *testing.T, cond func() bool, msg func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal(msg())
+}

@@ -1,0 +1,260 @@
+//go:build linux
+
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/tunebench/tunebench/internal/driver"
+	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/server"
+	"github.com/tunebench/tunebench/internal/testutil"
+)
+
+var shared testutil.Shared
+
+func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
+
+func target(t *testing.T, srv *server.Server) *Target {
+	t.Helper()
+	tg, err := ParseTarget(srv.DSN(), "", redact.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+func connect(t *testing.T, tg *Target) *pgx.Conn {
+	t.Helper()
+	conn, err := tg.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	if _, ok := conn.PgConn().Conn().(*directConn); !ok {
+		t.Fatalf("Connect gave a %T, want *directConn", conn.PgConn().Conn())
+	}
+	return conn
+}
+
+func TestDirectPgQueries(t *testing.T) {
+	conn := connect(t, target(t, shared.Server(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// A large result (many reads) and a large parameter (a write bigger than
+	// the socket buffers, which starts pgconn's background reader).
+	var n, l int64
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM generate_series(1, 200000) g, LATERAL (SELECT g::text) s").Scan(&n); err != nil || n != 200000 {
+		t.Fatalf("count: %d %v", n, err)
+	}
+	rows, err := conn.Query(ctx, "SELECT g, repeat('x', 100) FROM generate_series(1, 50000) g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = 0
+	for rows.Next() {
+		n++
+	}
+	if rows.Err() != nil || n != 50000 {
+		t.Fatalf("rows %d %v", n, rows.Err())
+	}
+	big := strings.Repeat("y", 16<<20)
+	if err := conn.QueryRow(ctx, "SELECT length($1::text)", big).Scan(&l); err != nil || l != int64(len(big)) {
+		t.Fatalf("length: %d %v", l, err)
+	}
+
+	// Batch (pipelined) and COPY (concurrent read and write goroutines).
+	b := &pgx.Batch{}
+	for i := 0; i < 100; i++ {
+		b.Queue("SELECT $1::int", i)
+	}
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TEMP TABLE t (a int, b text)"); err != nil {
+		t.Fatal(err)
+	}
+	src := make([][]any, 100000)
+	for i := range src {
+		src[i] = []any{i, "row"}
+	}
+	if c, err := conn.CopyFrom(ctx, pgx.Identifier{"t"}, []string{"a", "b"}, pgx.CopyFromRows(src)); err != nil || c != int64(len(src)) {
+		t.Fatalf("copy: %d %v", c, err)
+	}
+	// A server error keeps the connection usable.
+	if _, err := conn.Exec(ctx, "SELECT 1/0"); driver.SQLState(err) != "22012" {
+		t.Fatalf("got %v, want division by zero", err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDirectPgUnixSocket(t *testing.T) {
+	srv := shared.Server(t)
+	dsn := strings.Replace(srv.DSN(), "host=127.0.0.1", "host="+srv.DataDir(), 1)
+	tg, err := ParseTarget(dsn, "", redact.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, tg)
+	if n := conn.PgConn().Conn().RemoteAddr().Network(); n != "unix" {
+		t.Fatalf("network %q", n)
+	}
+	var one int
+	if err := conn.QueryRow(context.Background(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("%d %v", one, err)
+	}
+}
+
+func TestDirectPgCancel(t *testing.T) {
+	conn := connect(t, target(t, shared.Server(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := conn.Exec(ctx, "SELECT pg_sleep(10)")
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("cancelled query returned after %s", d)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	if !conn.IsClosed() {
+		t.Fatal("pgconn keeps an interrupted connection open")
+	}
+
+	// A cancelled context during a plain cancel (no deadline).
+	conn2 := connect(t, target(t, shared.Server(t)))
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel2)
+	start = time.Now()
+	_, err = conn2.Exec(ctx2, "SELECT pg_sleep(10)")
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("cancelled query returned after %s", d)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+// TestDirectPgDeadlineWatch is the tpcb worker's cancellation scheme:
+// statements run with context.Background() and a context.AfterFunc sets a
+// deadline in the past on the socket.
+func TestDirectPgDeadlineWatch(t *testing.T) {
+	conn := connect(t, target(t, shared.Server(t)))
+	ctx, cancel := context.WithCancel(context.Background())
+	nc := conn.PgConn().Conn()
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := conn.PgConn().Exec(context.Background(), "SELECT pg_sleep(10)").ReadAll()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("interrupted query returned after %s", d)
+	}
+	if err == nil || !driver.IsConnError(err) {
+		t.Fatalf("got %v, want a connection error", err)
+	}
+	if !conn.IsClosed() {
+		t.Fatal("connection still open")
+	}
+}
+
+func TestDirectPgServerRestart(t *testing.T) {
+	srv := testutil.StartServer(t)
+	tg := target(t, srv)
+	conn := connect(t, tg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := conn.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(ctx, "fast"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := conn.Exec(ctx, "SELECT 1")
+	if err == nil || !driver.IsConnError(err) && !conn.IsClosed() {
+		t.Fatalf("query on a connection the server closed: %v", err)
+	}
+	conn2 := connect(t, tg)
+	var one int
+	if err := conn2.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("after restart: %d %v", one, err)
+	}
+}
+
+func TestDirectPgConnectRefused(t *testing.T) {
+	tg, err := ParseTarget("host=127.0.0.1 port=1 user=u dbname=d sslmode=disable", "", redact.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := tg.Connect(context.Background()); err == nil {
+		t.Fatal("connected to port 1")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("refused connection took %s", d)
+	}
+}
+
+func TestDirectPgNoLeaks(t *testing.T) {
+	tg := target(t, shared.Server(t))
+	open := func() {
+		conn, err := tg.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.Close(context.Background())
+	}
+	open() // first use: pools and lazily started runtime goroutines
+	fds0, g0 := openFDs(t), runtime.NumGoroutine()
+	for i := 0; i < 20; i++ {
+		open()
+		// Interrupted connections are closed asynchronously by pgconn.
+		conn, err := tg.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, _ = conn.Exec(ctx, "SELECT pg_sleep(1)")
+		cancel()
+		<-conn.PgConn().CleanupDone()
+	}
+	waitFor(t, func() bool { return openFDs(t) <= fds0 && runtime.NumGoroutine() <= g0 }, func() string {
+		return fmt.Sprintf("leak: fds %d -> %d, goroutines %d -> %d", fds0, openFDs(t), g0, runtime.NumGoroutine())
+	})
+}
+
+func TestConnectStdIsNetpoll(t *testing.T) {
+	tg := target(t, shared.Server(t))
+	conn, err := tg.ConnectStd(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, ok := conn.PgConn().Conn().(*directConn); ok {
+		t.Fatal("ConnectStd gave a directConn")
+	}
+	tg.NetpollIO = true
+	conn2, err := tg.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close(context.Background())
+	if _, ok := conn2.PgConn().Conn().(*directConn); ok {
+		t.Fatal("NetpollIO ignored")
+	}
+}

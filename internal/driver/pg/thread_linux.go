@@ -1,0 +1,115 @@
+//go:build linux
+
+package pg
+
+import (
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// yieldEvery is how often Thread.Tick yields. The runtime's sysmon takes the
+// P away from a goroutine that has not been through the scheduler for 10 ms
+// (forcePreemptNS) even while it sleeps in a system call, and then polls
+// every 20 µs for a while: with four workers blocked in reads that was a
+// sysmon wake-up every ~160 µs and a fifth of the client's CPU time. A
+// goroutine that yields more often than every 10 ms is never the target.
+const yieldEvery = 5 * time.Millisecond
+
+// Thread is the scheduling discipline of one goroutine that drives a direct
+// connection (see Target.Connect) in a loop, one per load-generating worker.
+// Call Tick on that goroutine before each transaction. The zero value is
+// ready; a Thread must not be shared.
+//
+// On its first Tick the goroutine is locked to its OS thread, and the thread
+// is given the SCHED_BATCH policy: a worker woken by the server's reply then
+// does not preempt the server process that woke it (wake-up preemption) but
+// runs when that process blocks, usually at once, as it waits for the next
+// statement. Where client and server share cores, that halves the server's
+// involuntary context switches and cuts CPU per transaction on both sides
+// (measured in docs/benchmarks.md). The policy needs no privilege; if the
+// kernel refuses it, nothing else changes.
+type Thread struct {
+	started   bool
+	batch     bool // Tick set SCHED_BATCH on the current thread
+	lastYield time.Time
+}
+
+// Tick is called before each transaction, on the worker's goroutine.
+func (t *Thread) Tick() {
+	if !t.started {
+		t.started = true
+		runtime.LockOSThread()
+		t.batch = setBatch(true)
+		t.lastYield = time.Now()
+		return
+	}
+	if now := time.Now(); now.Sub(t.lastYield) >= yieldEvery {
+		t.lastYield = now
+		// A locked goroutine that yields hands its P to another thread
+		// and back (tens of µs, two wake-ups); unlocked, Gosched is a
+		// cheap trip through the run queue. The thread is returned to the
+		// runtime with its policy restored.
+		if t.batch {
+			setBatch(false)
+		}
+		runtime.UnlockOSThread()
+		runtime.Gosched()
+		runtime.LockOSThread()
+		if t.batch {
+			t.batch = setBatch(true)
+		}
+	}
+}
+
+// Stop releases the goroutine's thread with its normal policy. Call it on
+// the worker's goroutine when it stops driving the connection (optional if
+// the goroutine exits: the runtime then ends the locked thread).
+func (t *Thread) Stop() {
+	if !t.started {
+		return
+	}
+	if t.batch {
+		setBatch(false)
+		t.batch = false
+	}
+	runtime.UnlockOSThread()
+	t.started = false
+}
+
+// setBatch moves the calling thread from SCHED_OTHER to SCHED_BATCH (on) or
+// back (off), keeping its nice value; threads it creates start with
+// SCHED_OTHER. With on, it reports whether it changed the policy: a thread
+// that already had another policy (the user's choice, e.g. chrt) is left
+// alone, and so is any failure.
+func setBatch(on bool) bool {
+	attr, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		return false
+	}
+	from, to := uint32(unix.SCHED_NORMAL), uint32(unix.SCHED_BATCH)
+	if !on {
+		from, to = to, from
+	}
+	if attr.Policy != from {
+		return false
+	}
+	a := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: to, Nice: attr.Nice, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
+	return unix.SchedSetAttr(0, &a, 0) == nil
+}
+
+// EnsureProcs raises GOMAXPROCS to workers+1 if it is lower. A goroutine
+// blocked in a read on a direct connection keeps its P; with fewer Ps than
+// workers, a worker whose reply arrived waits for sysmon to take a P from
+// a blocked one (20 µs to 10 ms) and sysmon spins doing it; the extra P lets
+// sysmon see an idle P and leave the blocked ones alone. Only worth doing for
+// direct connections. A GOMAXPROCS above the number of cores costs little
+// here: the workers spend their time blocked in the kernel, not competing
+// for Ps (the garbage collector does start more mark workers, but a
+// worker allocates almost nothing per transaction).
+func EnsureProcs(workers int) {
+	if runtime.GOMAXPROCS(0) < workers+1 {
+		runtime.GOMAXPROCS(workers + 1)
+	}
+}

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package pg
+
+// Thread: direct connections are Linux-only, so there is nothing to do.
+type Thread struct{}
+
+// Tick does nothing on this system.
+func (t *Thread) Tick() {}
+
+// Stop does nothing on this system.
+func (t *Thread) Stop() {}
+
+// EnsureProcs does nothing on this system.
+func EnsureProcs(workers int) {}

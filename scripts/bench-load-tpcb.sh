@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# bench-load-tpcb.sh: `tunebench load tpcb` next to `pgbench -i` on one
+# managed PostgreSQL server.
+#
+# Builds tunebench, starts a throw-away managed server with fixed settings,
+# then loads scale SCALE RUNS times with each tool, alternating pgbench /
+# tunebench (A B A B ...; each load drops and rebuilds the tables), and prints
+# the median wall time of each and their ratio. Both build the same tables
+# the same way: client-side generated rows sent with COPY, VACUUM, then the
+# primary keys.
+#
+# Settings (environment): SCALE (50) RUNS (3). The server and its data are
+# removed on exit, whatever happens.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+SCALE=${SCALE:-50}
+RUNS=${RUNS:-3}
+
+for tool in pgbench python3; do
+	command -v "$tool" >/dev/null || { echo "bench-load-tpcb: $tool not found (make deps installs it)" >&2; exit 1; }
+done
+
+make -s build
+TB=$PWD/bin/tunebench
+
+work=$(mktemp -d /tmp/tunebench-bench.XXXXXX)
+chmod 0755 "$work" # the server may run as another user: it must reach its directory
+cleanup() {
+	"$TB" server stop --dir "$work/srv" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+SETTINGS=(--set shared_buffers=1GB --set max_wal_size=4GB)
+echo "== starting a managed server in $work/srv (${SETTINGS[*]})"
+"$TB" server start --dir "$work/srv" "${SETTINGS[@]}" >/dev/null
+eval "$("$TB" server env --dir "$work/srv")"
+
+echo "== machine"
+echo "cores (nproc): $(nproc)"
+echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+echo "memory: $(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+echo "kernel: $(uname -sr)"
+echo "server: $(psql -XAtc 'SELECT version()')"
+echo "pgbench: $(pgbench --version)"
+echo "tunebench: $("$TB" version 2>/dev/null | head -1)"
+
+TB="$TB" WORK="$work" SCALE="$SCALE" RUNS="$RUNS" python3 - <<'PY'
+import os, statistics, subprocess, sys, time
+
+tb, work, scale, runs = os.environ["TB"], os.environ["WORK"], os.environ["SCALE"], int(os.environ["RUNS"])
+cmds = {
+    "pgbench": ["pgbench", "-i", "-q", "-s", scale],
+    "tunebench": [tb, "load", "tpcb", "--server-dir", os.path.join(work, "srv"), "--scale", scale, "--drop"],
+}
+print("\n== commands")
+for name, c in cmds.items():
+    print("%-9s  %s" % (name, " ".join(c).replace(work, "$WORK")))
+
+print("\n== runs: wall time, seconds", flush=True)
+res = {}
+for i in range(runs):
+    for name, c in cmds.items():
+        t0 = time.monotonic()
+        p = subprocess.run(c, capture_output=True, text=True)
+        dt = time.monotonic() - t0
+        if p.returncode != 0:
+            sys.exit("bench-load-tpcb: %s failed (exit %d):\n%s%s" % (name, p.returncode, p.stdout, p.stderr))
+        res.setdefault(name, []).append(dt)
+        print("run %d  %-9s  %6.2f s" % (i + 1, name, dt), flush=True)
+
+p, t = statistics.median(res["pgbench"]), statistics.median(res["tunebench"])
+print("\n== medians of %d runs, scale %s" % (runs, scale))
+print("pgbench -i   %6.2f s" % p)
+print("tunebench    %6.2f s   (%.2f x pgbench's time)" % (t, t / p))
+PY

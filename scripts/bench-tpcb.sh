@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# bench-tpcb.sh: tunebench next to pgbench on one managed PostgreSQL server.
+#
+# Builds tunebench, starts a throw-away managed server with fixed settings,
+# loads the pgbench tables, then runs each case RUNS times per tool,
+# alternating pgbench / tunebench (A B A B ...), and prints the medians of tps
+# and of the client's CPU time per 1,000 transactions, with ratios:
+#
+#   select-only   pgbench -S -M prepared      vs  tunebench run tpcb -b select-only
+#   tpcb-like     pgbench -M prepared         vs  tunebench run tpcb -b tpcb-like
+#   pipeline      pgbench -M prepared -f F    vs  tunebench run tpcb -b tpcb-like --pipeline
+#                 (F: the tpcb-like statements between \startpipeline and \endpipeline)
+#
+# Client CPU: pgbench's is its whole process (getrusage of the child, start-up
+# included, which is under 0.1% of a run); tunebench's is the process CPU over
+# the measurement window (driver.cpu_s in its --json summary).
+#
+# Settings (environment): SCALE (10) CLIENTS (4) DURATION seconds (30)
+# RUNS (3) JOBS pgbench threads (number of cores, at most CLIENTS)
+# PIPELINE=0 skips the pipeline case. The server and its data are removed on
+# exit, whatever happens.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+SCALE=${SCALE:-10}
+CLIENTS=${CLIENTS:-4}
+DURATION=${DURATION:-30}
+RUNS=${RUNS:-3}
+NPROC=$(nproc)
+JOBS=${JOBS:-$((NPROC < CLIENTS ? NPROC : CLIENTS))}
+PIPELINE=${PIPELINE:-1}
+
+for tool in pgbench python3; do
+	command -v "$tool" >/dev/null || { echo "bench-tpcb: $tool not found (make deps installs it)" >&2; exit 1; }
+done
+
+make -s build
+TB=$PWD/bin/tunebench
+
+work=$(mktemp -d /tmp/tunebench-bench.XXXXXX)
+chmod 0755 "$work" # the server may run as another user: it must reach its directory
+cleanup() {
+	"$TB" server stop --dir "$work/srv" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+SETTINGS=(--set shared_buffers=1GB --set max_wal_size=4GB)
+echo "== starting a managed server in $work/srv (${SETTINGS[*]})"
+"$TB" server start --dir "$work/srv" "${SETTINGS[@]}" >/dev/null
+eval "$("$TB" server env --dir "$work/srv")"
+echo "== loading scale $SCALE"
+"$TB" load tpcb --server-dir "$work/srv" --scale "$SCALE" >/dev/null 2>&1
+
+cat >"$work/tpcb-pipeline.sql" <<'EOF'
+\set aid random(1, 100000 * :scale)
+\set bid random(1, 1 * :scale)
+\set tid random(1, 10 * :scale)
+\set delta random(-5000, 5000)
+\startpipeline
+BEGIN;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
+UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+END;
+\endpipeline
+EOF
+
+echo "== machine"
+echo "cores (nproc): $NPROC"
+echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+echo "memory: $(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+echo "kernel: $(uname -sr)"
+echo "server: $(psql -XAtc 'SELECT version()')"
+echo "pgbench: $(pgbench --version)"
+echo "tunebench: $("$TB" version 2>/dev/null | head -1) ($(go version 2>/dev/null | awk '{print $3}'))"
+echo "server settings (not default):"
+psql -XAtc "SELECT '  ' || name || ' = ' || setting || coalesce(' ' || unit, '') FROM pg_settings
+            WHERE source NOT IN ('default', 'override', 'client') AND name NOT IN ('port')
+            ORDER BY name"
+
+TB="$TB" WORK="$work" SCALE="$SCALE" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" PIPELINE="$PIPELINE" \
+python3 - <<'PY'
+import json, os, re, resource, statistics, subprocess, sys
+
+tb, work = os.environ["TB"], os.environ["WORK"]
+scale, clients, dur, runs, jobs = (os.environ[k] for k in ("SCALE", "CLIENTS", "DURATION", "RUNS", "JOBS"))
+runs = int(runs)
+srv = os.path.join(work, "srv")
+results = os.path.join(work, "results.db")
+summary = os.path.join(work, "run.json")
+
+def pgbench_cmd(case):
+    c = ["pgbench", "-n", "-c", clients, "-j", jobs, "-M", "prepared", "-T", dur]
+    if case == "select-only":
+        c += ["-S"]
+    elif case == "pipeline":
+        # A custom script gets :scale from -s (default 1: one branch row).
+        c += ["-s", scale, "-f", os.path.join(work, "tpcb-pipeline.sql")]
+    return c
+
+def tunebench_cmd(case):
+    c = [tb, "run", "tpcb", "--server-dir", srv, "-b", "tpcb-like" if case == "pipeline" else case,
+         "-c", clients, "-T", dur + "s", "-P", "0", "--no-check", "--results", results, "--json", summary]
+    if case == "pipeline":
+        c += ["--pipeline"]
+    return c
+
+def run(cmd):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit("bench-tpcb: %s failed (exit %d):\n%s%s" % (cmd[0], p.returncode, p.stdout, p.stderr))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return p.stdout + p.stderr, cpu
+
+def pgbench(case):
+    out, cpu = run(pgbench_cmd(case))
+    tps = float(re.search(r"^tps = ([0-9.]+)", out, re.M).group(1))
+    tx = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+    return tps, cpu * 1e6 / tx
+
+def tunebench(case):
+    run(tunebench_cmd(case))
+    with open(summary) as f:
+        d = json.load(f)
+    return d["tps"], d["driver"]["cpu_ms_per_1000_tx"]
+
+cases = ["select-only", "tpcb-like"] + (["pipeline"] if os.environ["PIPELINE"] != "0" else [])
+print("\n== commands")
+for case in cases:
+    print("%-11s  %s" % (case, " ".join(pgbench_cmd(case))))
+    print("%-11s  %s" % ("", " ".join(tunebench_cmd(case)).replace(work, "$WORK")))
+
+print("\n== warm-up (not counted)", flush=True)
+for case in ("select-only", "tpcb-like"):
+    short = lambda c: [("10" if a == dur else "10s" if a == dur + "s" else a) for a in c]
+    run(short(pgbench_cmd(case)))
+    run(short(tunebench_cmd(case)))
+
+print("\n== runs: tps, client CPU ms per 1,000 transactions", flush=True)
+res = {}
+for case in cases:
+    for i in range(runs):
+        for name, f in (("pgbench", pgbench), ("tunebench", tunebench)):
+            tps, cpu = f(case)
+            res.setdefault((case, name), []).append((tps, cpu))
+            print("%-11s run %d  %-9s  %9.1f tps  %7.1f ms CPU / 1,000 tx" % (case, i + 1, name, tps, cpu), flush=True)
+
+print("\n== medians of %d runs x %s s, scale %s, %s clients, pgbench -j %s" % (runs, dur, scale, clients, jobs))
+print("%-11s  %11s  %11s  %6s  %14s  %14s  %6s" % ("case", "pgbench tps", "tunebench", "ratio", "pgbench CPU*", "tunebench CPU*", "ratio"))
+for case in cases:
+    p, t = res[(case, "pgbench")], res[(case, "tunebench")]
+    ptps, ttps = statistics.median(x[0] for x in p), statistics.median(x[0] for x in t)
+    pcpu, tcpu = statistics.median(x[1] for x in p), statistics.median(x[1] for x in t)
+    print("%-11s  %11.0f  %11.0f  %6.2f  %14.1f  %14.1f  %6.2f" % (case, ptps, ttps, ttps / ptps, pcpu, tcpu, tcpu / pcpu))
+print("* client CPU ms per 1,000 transactions; ratios are tunebench / pgbench")
+PY
+
+echo
+echo "== consistency check of the last tunebench run"
+"$TB" check tpcb --server-dir "$work/srv" 2>&1 | tail -n 3 || true
