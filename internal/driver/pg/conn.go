@@ -158,8 +158,19 @@ func (t *Target) ConnectError(err error) error {
 			hint = "the database does not exist: create it (createdb) or pick another with dbname= / PGDATABASE"
 		}
 	}
-	return &errs.Error{Kind: errs.KindConnect, Msg: fmt.Sprintf("cannot connect to %s", t.Describe()), Hint: hint, Err: errors.New(msg)}
+	return &errs.Error{Kind: errs.KindConnect, Msg: fmt.Sprintf("cannot connect to %s", t.Describe()), Hint: hint, Err: &redactedError{msg: msg, err: err}}
 }
+
+// redactedError shows a redacted message but keeps the original error in the
+// chain, so classification (SQLSTATE, network errors) still sees it: a failed
+// reconnect must count as a connection error, not a client error.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // Redactor is the redactor secrets were registered with.
 func (t *Target) Redactor() *redact.Redactor { return t.red }

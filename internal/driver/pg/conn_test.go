@@ -1,6 +1,10 @@
 package pg
 
 import (
+	"context"
+
+	"github.com/tunebench/tunebench/internal/driver"
+	"github.com/tunebench/tunebench/internal/workload"
 	"strings"
 	"testing"
 
@@ -51,5 +55,22 @@ func TestParseTargetLoopbackOnly(t *testing.T) {
 		if _, err := ParseTarget("host="+h, "", redact.New()); err != nil {
 			t.Errorf("host %s refused: %v", h, err)
 		}
+	}
+}
+
+func TestConnectErrorKeepsCauseForClassification(t *testing.T) {
+	tg, err := ParseTarget("host=127.0.0.1 port=1 user=u dbname=d sslmode=disable", "", redact.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tg.ConnectStd(context.Background())
+	if errs.KindOf(err) != errs.KindConnect {
+		t.Fatalf("kind %v: %v", errs.KindOf(err), err)
+	}
+	if !driver.IsConnError(err) {
+		t.Fatalf("refused connection not classified as a connection error: %v", err)
+	}
+	if class, _ := driver.Classify(err, false, 1); class != workload.ClassConnError {
+		t.Fatalf("class %v", class)
 	}
 }
