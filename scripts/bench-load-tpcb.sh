@@ -17,7 +17,11 @@ cd "$(dirname "$0")/.."
 SCALE=${SCALE:-50}
 RUNS=${RUNS:-3}
 
-for tool in pgbench python3; do
+# Debian keeps pgbench out of PATH unless postgresql-client-common links it.
+if ! command -v pgbench >/dev/null; then
+	for d in /usr/lib/postgresql/*/bin; do [ -x "$d/pgbench" ] && PATH=$d:$PATH; done
+fi
+for tool in pgbench psql python3; do
 	command -v "$tool" >/dev/null || { echo "bench-load-tpcb: $tool not found (make deps installs it)" >&2; exit 1; }
 done
 

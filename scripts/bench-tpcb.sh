@@ -30,7 +30,11 @@ NPROC=$(nproc)
 JOBS=${JOBS:-$((NPROC < CLIENTS ? NPROC : CLIENTS))}
 PIPELINE=${PIPELINE:-1}
 
-for tool in pgbench python3; do
+# Debian keeps pgbench out of PATH unless postgresql-client-common links it.
+if ! command -v pgbench >/dev/null; then
+	for d in /usr/lib/postgresql/*/bin; do [ -x "$d/pgbench" ] && PATH=$d:$PATH; done
+fi
+for tool in pgbench psql python3; do
 	command -v "$tool" >/dev/null || { echo "bench-tpcb: $tool not found (make deps installs it)" >&2; exit 1; }
 done
 
@@ -48,10 +52,10 @@ trap 'exit 130' INT TERM
 
 SETTINGS=(--set shared_buffers=1GB --set max_wal_size=4GB)
 echo "== starting a managed server in $work/srv (${SETTINGS[*]})"
-"$TB" server start --dir "$work/srv" "${SETTINGS[@]}" >/dev/null
+"$TB" server start --dir "$work/srv" "${SETTINGS[@]}" >"$work/start.log" 2>&1 || { cat "$work/start.log" >&2; exit 1; }
 eval "$("$TB" server env --dir "$work/srv")"
 echo "== loading scale $SCALE"
-"$TB" load tpcb --server-dir "$work/srv" --scale "$SCALE" >/dev/null 2>&1
+"$TB" load tpcb --server-dir "$work/srv" --scale "$SCALE" >"$work/load.log" 2>&1 || { cat "$work/load.log" >&2; exit 1; }
 
 cat >"$work/tpcb-pipeline.sql" <<'EOF'
 \set aid random(1, 100000 * :scale)
@@ -76,10 +80,12 @@ echo "memory: $(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)
 echo "kernel: $(uname -sr)"
 echo "server: $(psql -XAtc 'SELECT version()')"
 echo "pgbench: $(pgbench --version)"
-echo "tunebench: $("$TB" version 2>/dev/null | head -1) ($(go version 2>/dev/null | awk '{print $3}'))"
-echo "server settings (not default):"
-psql -XAtc "SELECT '  ' || name || ' = ' || setting || coalesce(' ' || unit, '') FROM pg_settings
-            WHERE source NOT IN ('default', 'override', 'client') AND name NOT IN ('port')
+echo "tunebench: $("$TB" version 2>/dev/null | head -1)"
+echo "server settings:"
+psql -XAtc "SELECT '  ' || name || ' = ' || current_setting(name) FROM pg_settings
+            WHERE name IN ('shared_buffers', 'max_wal_size', 'max_connections', 'fsync',
+                           'synchronous_commit', 'full_page_writes', 'wal_level', 'checkpoint_timeout',
+                           'wal_sync_method', 'huge_pages', 'jit')
             ORDER BY name"
 
 TB="$TB" WORK="$work" SCALE="$SCALE" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" PIPELINE="$PIPELINE" \
@@ -133,7 +139,7 @@ def tunebench(case):
 cases = ["select-only", "tpcb-like"] + (["pipeline"] if os.environ["PIPELINE"] != "0" else [])
 print("\n== commands")
 for case in cases:
-    print("%-11s  %s" % (case, " ".join(pgbench_cmd(case))))
+    print("%-11s  %s" % (case, " ".join(pgbench_cmd(case)).replace(work, "$WORK")))
     print("%-11s  %s" % ("", " ".join(tunebench_cmd(case)).replace(work, "$WORK")))
 
 print("\n== warm-up (not counted)", flush=True)
@@ -158,7 +164,8 @@ for case in cases:
     ptps, ttps = statistics.median(x[0] for x in p), statistics.median(x[0] for x in t)
     pcpu, tcpu = statistics.median(x[1] for x in p), statistics.median(x[1] for x in t)
     print("%-11s  %11.0f  %11.0f  %6.2f  %14.1f  %14.1f  %6.2f" % (case, ptps, ttps, ttps / ptps, pcpu, tcpu, tcpu / pcpu))
-print("* client CPU ms per 1,000 transactions; ratios are tunebench / pgbench")
+print("* client CPU ms per 1,000 transactions (pgbench: whole process; tunebench: the")
+print("  measurement window); ratios are tunebench / pgbench")
 PY
 
 echo

@@ -198,14 +198,17 @@ func (w *Worker) dropConn() {
 // executor's step context, a channel allocation, a removal) and that was
 // about 9% of the client's CPU time. Here the registration is made once per
 // connection; cancellation sets a deadline in the past on the socket, which
-// interrupts a blocked read or write, and pgconn then closes the connection
-// as it does when it handles the cancellation itself.
+// interrupts a blocked read or write, and Step then drops the connection, as
+// pgconn does when it handles the cancellation itself.
 func (w *Worker) watch(ctx context.Context) {
 	done := ctx.Done()
-	if done == w.watchedDone && w.stopWatch != nil || done == nil {
+	if done == w.watchedDone && (done == nil || w.stopWatch != nil) {
 		return
 	}
 	w.unwatch()
+	if done == nil {
+		return // never cancelled
+	}
 	nc := w.conn.PgConn().Conn()
 	w.watchedDone = done
 	w.stopWatch = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
@@ -252,11 +255,13 @@ func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 			out.Class, _ = driver.Classify(nil, false, out.Attempts)
 			return out, nil
 		}
+		interrupted := false
 		if cerr := ctx.Err(); cerr != nil {
-			// Interrupted through the watch: report it as pgconn would.
-			err = cerr
+			// Interrupted through the watch: the connection is unusable,
+			// report it as pgconn does when it handles the cancellation.
+			err, interrupted = cerr, true
 		}
-		if driver.IsConnError(err) || w.conn.IsClosed() {
+		if interrupted || driver.IsConnError(err) || w.conn.IsClosed() {
 			w.dropConn()
 			out.Class, out.SQLState = driver.Classify(err, inCommit, out.Attempts)
 			if out.Class == workload.ClassFailedError {
