@@ -30,25 +30,9 @@ NPROC=$(nproc)
 JOBS=${JOBS:-$((NPROC < CLIENTS ? NPROC : CLIENTS))}
 PIPELINE=${PIPELINE:-1}
 
-# Debian keeps pgbench out of PATH unless postgresql-client-common links it.
-if ! command -v pgbench >/dev/null; then
-	for d in /usr/lib/postgresql/*/bin; do [ -x "$d/pgbench" ] && PATH=$d:$PATH; done
-fi
-for tool in pgbench psql python3; do
-	command -v "$tool" >/dev/null || { echo "bench-tpcb: $tool not found (make deps installs it)" >&2; exit 1; }
-done
-
-make -s build
-TB=$PWD/bin/tunebench
-
-work=$(mktemp -d /tmp/tunebench-bench.XXXXXX)
-chmod 0755 "$work" # the server may run as another user: it must reach its directory
-cleanup() {
-	"$TB" server stop --dir "$work/srv" >/dev/null 2>&1 || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+BENCH_NAME=bench-tpcb
+# shellcheck source=scripts/bench-common.sh
+. "$PWD/scripts/bench-common.sh"
 
 SETTINGS=(--set shared_buffers=1GB --set max_wal_size=4GB)
 echo "== starting a managed server in $work/srv (${SETTINGS[*]})"
