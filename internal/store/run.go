@@ -44,6 +44,9 @@ type Run struct {
 	Check      json.RawMessage // consistency check report, may be nil
 	Series     []Point         // per-second time series
 	Histograms []Histogram     // encoded HDR histograms
+	// Link, when set, ties the run to an experiment's plan entry; it is
+	// written in the same transaction as the run (its RunID is filled in).
+	Link *PlanLink
 }
 
 // Point is one sample of a named time series.
@@ -164,6 +167,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	}
 	if err := s.insertSeries(ctx, tx, id, r.Series); err != nil {
 		return fail(err)
+	}
+	if r.Link != nil {
+		if r.Link.Status == "" {
+			r.Link.Status = r.Status
+		}
+		if err := insertPlanLink(ctx, tx, r.Link, id); err != nil {
+			return fail(fmt.Errorf("experiment run link: %w", err))
+		}
+		r.Link.RunID = id
 	}
 	if len(r.Histograms) > 0 {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO histograms (run_id, op, class, kind, encoded) VALUES (?, ?, ?, ?, ?)`)

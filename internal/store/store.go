@@ -174,6 +174,7 @@ func notAStore(path string, err error) error {
 func migrations() []string {
 	return []string{
 		schemaV1,
+		schemaV2,
 	}
 }
 
