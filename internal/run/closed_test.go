@@ -449,3 +449,26 @@ func TestClosedLoopLatencyLimitCountsLate(t *testing.T) {
 		t.Errorf("late %d of %d, skipped %d", res.Late, res.Committed, res.Skipped)
 	}
 }
+
+func TestMeasureHooks(t *testing.T) {
+	ff := &fakeFleet{step: func(ctx context.Context, id int, n int64) (workload.Outcome, error) {
+		time.Sleep(time.Millisecond)
+		return ok("op"), nil
+	}}
+	var starts, ends atomic.Int32
+	var startAt, endAt atomic.Int64
+	t0 := time.Now()
+	cfg := Config{Workers: 2, Warmup: 200 * time.Millisecond, Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond,
+		OnMeasureStart: func() { starts.Add(1); startAt.Store(int64(time.Since(t0))) },
+		OnMeasureEnd:   func() { ends.Add(1); endAt.Store(int64(time.Since(t0))) }}
+	if _, err := Execute(context.Background(), cfg, ff.factory()); err != nil {
+		t.Fatal(err)
+	}
+	if starts.Load() != 1 || ends.Load() != 1 {
+		t.Fatalf("hooks called %d/%d times, want 1/1", starts.Load(), ends.Load())
+	}
+	s, e := time.Duration(startAt.Load()), time.Duration(endAt.Load())
+	if s < 200*time.Millisecond || s > 350*time.Millisecond || e-s < 290*time.Millisecond || e-s > 450*time.Millisecond {
+		t.Errorf("measure start at %v, end at %v", s, e)
+	}
+}

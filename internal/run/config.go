@@ -63,6 +63,14 @@ type Config struct {
 	// outcome whose class is an error (all phases). The caller rate-limits
 	// its own output; the callback must return quickly.
 	OnError func(worker int, o workload.Outcome)
+	// OnMeasureStart and OnMeasureEnd, if not nil, are called from the
+	// collector goroutine when the measurement window opens and closes (the
+	// close also on interruption). They must return quickly: a caller that
+	// reads the database starts its own goroutine. Duration mode only for
+	// the start being exact; in transactions mode the end is the last
+	// measured transaction's end, known only after the drain.
+	OnMeasureStart func()
+	OnMeasureEnd   func()
 }
 
 // Factory makes the worker with the given id (0-based). Workers are all made

@@ -309,6 +309,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	if r.msOff == 0 {
 		c.self0, c.selfStarted = metrics.ReadSelf(), true
+		r.measureStarted()
 	}
 
 	timer := time.NewTimer(time.Hour)
@@ -322,6 +323,7 @@ loop:
 		now := r.since()
 		if !c.selfStarted && now >= r.msOff && !c.windowClosed {
 			c.self0, c.selfStarted = metrics.ReadSelf(), true
+			r.measureStarted()
 		}
 		if now >= c.nextTick {
 			r.emitTick(c, c.nextTick, now, false)
@@ -435,6 +437,13 @@ func (r *runner) stopNow(c *collector) {
 	r.stopAll()
 }
 
+// measureStarted runs the OnMeasureStart hook.
+func (r *runner) measureStarted() {
+	if r.cfg.OnMeasureStart != nil {
+		r.cfg.OnMeasureStart()
+	}
+}
+
 func (r *runner) stopIssueNow() { r.stopOnce.Do(func() { close(r.stopIssue) }) }
 
 // closeWindow ends the measurement window at offset end.
@@ -444,6 +453,9 @@ func (r *runner) closeWindow(c *collector, end, now time.Duration) {
 	c.drainDeadline = end + r.cfg.DrainTimeout
 	if c.selfStarted {
 		c.selfDelta = metrics.ReadSelf().Sub(c.self0)
+		if r.cfg.OnMeasureEnd != nil {
+			r.cfg.OnMeasureEnd()
+		}
 	}
 	r.stopIssueNow()
 	if end > c.lastTickEnd && end <= now {
