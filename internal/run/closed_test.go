@@ -472,3 +472,33 @@ func TestMeasureHooks(t *testing.T) {
 		t.Errorf("measure start at %v, end at %v", s, e)
 	}
 }
+
+func TestPerOpTotalsAndTicks(t *testing.T) {
+	ff := &fakeFleet{step: func(ctx context.Context, id int, n int64) (workload.Outcome, error) {
+		time.Sleep(time.Millisecond)
+		if n%2 == 0 {
+			return ok("a"), nil
+		}
+		return workload.Outcome{Op: "b", Class: workload.ClassAmbiguousCommit, Attempts: 1}, nil
+	}}
+	res, err := Execute(context.Background(), Config{Workers: 2, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond}, ff.factory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := res.AllByOp["a"], res.AllByOp["b"]
+	if a.Committed != res.CommittedAll || a.Ambiguous != 0 || b.Committed != 0 || b.Ambiguous != res.AmbiguousAll || a.Committed+b.Ambiguous != ff.steps.Load() {
+		t.Errorf("by op %+v, committed %d, ambiguous %d, steps %d", res.AllByOp, res.CommittedAll, res.AmbiguousAll, ff.steps.Load())
+	}
+	var sumA int64
+	for _, tk := range res.Series {
+		if tk.Ops != nil {
+			sumA += tk.Ops["a"].Committed
+			if tk.Ops["a"].Committed > 0 && tk.Ops["a"].P95Ms <= 0 {
+				t.Errorf("tick without p95 for a: %+v", tk)
+			}
+		}
+	}
+	if sumA != a.Committed {
+		t.Errorf("ticks count %d committed a, totals %d", sumA, a.Committed)
+	}
+}

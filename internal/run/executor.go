@@ -269,6 +269,7 @@ type collector struct {
 
 	// Over every harvest (all phases).
 	committedAll, ambiguousAll int64
+	allByOp                    map[string]OpTotals
 
 	selfStarted bool
 	self0       metrics.SelfSample
@@ -480,6 +481,32 @@ func (r *runner) emitTick(c *collector, end, now time.Duration, optional bool) {
 	iv := r.reg.Harvest()
 	c.committedAll += iv.Committed()
 	c.ambiguousAll += iv.ClassCount(workload.ClassAmbiguousCommit)
+	var byOp map[string]OpTick
+	for _, e := range iv.Entries() {
+		if c.allByOp == nil {
+			c.allByOp = map[string]OpTotals{}
+		}
+		at := c.allByOp[e.Op]
+		ot := byOp[e.Op]
+		switch {
+		case e.Class.Committed():
+			at.Committed += e.Count
+			ot.Committed += e.Count
+		case e.Class == workload.ClassAmbiguousCommit:
+			at.Ambiguous += e.Count
+		}
+		if e.Class.Completed() {
+			ot.Completed += e.Count
+		}
+		if e.Class.IsError() {
+			ot.Errors += e.Count
+		}
+		c.allByOp[e.Op] = at
+		if byOp == nil {
+			byOp = map[string]OpTick{}
+		}
+		byOp[e.Op] = ot
+	}
 	if optional && iv.Total() == 0 {
 		return
 	}
@@ -500,6 +527,24 @@ func (r *runner) emitTick(c *collector, end, now time.Duration, optional bool) {
 	}
 	if lag := iv.Lag(); lag != nil && lag.Count() > 0 {
 		t.Lag99Ms = lag.PercentileMs(99)
+	}
+	if len(byOp) > 1 {
+		// Per-op p95 of committed transactions, for multi-op workloads.
+		hs := map[string]*metrics.Hist{}
+		for _, e := range iv.Entries() {
+			if e.Class.Committed() && e.Latency != nil {
+				if hs[e.Op] == nil {
+					hs[e.Op] = metrics.NewHist()
+				}
+				hs[e.Op].Merge(e.Latency)
+			}
+		}
+		for op, h := range hs {
+			ot := byOp[op]
+			ot.P95Ms = h.PercentileMs(95)
+			byOp[op] = ot
+		}
+		t.Ops = byOp
 	}
 	for _, ws := range r.workers {
 		if s := ws.state.Load(); s == stStepWarm || s == stStepMeasure {
@@ -589,6 +634,7 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		Committed:        cum.Committed(),
 		CommittedAll:     c.committedAll,
 		AmbiguousAll:     c.ambiguousAll,
+		AllByOp:          c.allByOp,
 		Errors:           cum.Errors(),
 		Latency:          cum.Latency(),
 		Service:          cum.Service(),

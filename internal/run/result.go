@@ -48,7 +48,11 @@ type Result struct {
 	// steps abandoned at the drain deadline (they may still commit), and
 	// a step that returned an error.
 	CommittedAll, AmbiguousAll int64
-	TPS                        float64 // Committed / MeasuredSeconds
+	// AllByOp splits CommittedAll and the ambiguous_commit outcomes by op
+	// (whole run), e.g. for TPC-C's New-Order cross-check against the
+	// database. Abandoned steps are not attributed to an op.
+	AllByOp map[string]OpTotals
+	TPS     float64 // Committed / MeasuredSeconds
 	// Latency covers all committed transactions (ok + retried_ok): closed
 	// loop actual start to end; open loop intended start to end.
 	Latency *metrics.Hist
@@ -109,6 +113,19 @@ type Tick struct {
 	QueueDepth int64
 	// Lag99Ms is the p99 schedule lag of committed transactions (open loop).
 	Lag99Ms float64
+	// Ops splits the interval by op when the workload has more than one.
+	Ops map[string]OpTick
+}
+
+// OpTick is one op's share of a Tick.
+type OpTick struct {
+	Committed, Completed, Errors int64
+	P95Ms                        float64 // committed transactions of this op in the interval
+}
+
+// OpTotals counts one op's outcomes over the whole run.
+type OpTotals struct {
+	Committed, Ambiguous int64
 }
 
 // Outage is a window in which conn_error outcomes happened with no
