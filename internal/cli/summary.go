@@ -44,6 +44,50 @@ type summary struct {
 	Check        any               `json:"check,omitempty"`
 	Interrupted  bool              `json:"interrupted"`
 	Settings     map[string]string `json:"settings_applied,omitempty"`
+	// TPC-C-like runs add their fields at the top level.
+	*TPCCSummary
+}
+
+// TPCCSummary is what a tpcc run adds to the summary (docs/json-summary.md).
+type TPCCSummary struct {
+	VUsers        int     `json:"vusers"`
+	Warehouses    int     `json:"warehouses"`
+	Mode          string  `json:"mode"`
+	Isolation     string  `json:"isolation"`
+	AllWarehouses bool    `json:"all_warehouses"`
+	KeyingThink   bool    `json:"keying_think"`
+	NOPM          float64 `json:"nopm"`
+	// NOPMDatabase is HammerDB's NOPM: the growth of sum(d_next_o_id) over
+	// the measured interval, per minute.
+	NOPMDatabase   float64    `json:"nopm_database"`
+	TPM            float64    `json:"tpm"`
+	NOPMCheck      *nopmCheck `json:"nopm_check,omitempty"`
+	PerTransaction []txnStats `json:"per_transaction"`
+	Audits         any        `json:"audits,omitempty"`
+}
+
+// nopmCheck compares the driver's committed New-Orders with the database.
+type nopmCheck struct {
+	DriverCommitted int64  `json:"driver_committed"`
+	DatabaseGrowth  int64  `json:"database_growth"`
+	Ambiguous       int64  `json:"ambiguous"`
+	Passed          bool   `json:"passed"`
+	Detail          string `json:"detail"`
+}
+
+// txnStats is the time profile of one transaction type (HammerDB's set).
+type txnStats struct {
+	Op       string  `json:"op"`
+	Count    int64   `json:"count"`
+	MinMs    float64 `json:"min_ms"`
+	AvgMs    float64 `json:"avg_ms"`
+	MaxMs    float64 `json:"max_ms"`
+	StdDevMs float64 `json:"stddev_ms"`
+	P50Ms    float64 `json:"p50_ms"`
+	P90Ms    float64 `json:"p90_ms"`
+	P95Ms    float64 `json:"p95_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	TotalS   float64 `json:"total_s"`
 }
 
 type latencyMs struct {
