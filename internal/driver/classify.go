@@ -49,6 +49,10 @@ func IsConnError(err error) bool {
 	if errors.As(err, &ce) {
 		return true
 	}
+	var cf interface{ ConnectFailure() bool }
+	if errors.As(err, &cf) && cf.ConnectFailure() {
+		return true
+	}
 	var ne net.Error
 	if errors.As(err, &ne) {
 		return true

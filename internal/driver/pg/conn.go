@@ -158,12 +158,20 @@ func (t *Target) ConnectError(err error) error {
 			hint = "the database does not exist: create it (createdb) or pick another with dbname= / PGDATABASE"
 		}
 	}
-	return &errs.Error{Kind: errs.KindConnect, Msg: fmt.Sprintf("cannot connect to %s", t.Describe()), Hint: hint, Err: &redactedError{msg: msg, err: err}}
+	// Keep the cause, not the *pgconn.ConnectError itself: its Config holds
+	// the password.
+	cause := err
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		cause = ce.Unwrap()
+	}
+	return &errs.Error{Kind: errs.KindConnect, Msg: fmt.Sprintf("cannot connect to %s", t.Describe()), Hint: hint, Err: &redactedError{msg: msg, err: cause}}
 }
 
-// redactedError shows a redacted message but keeps the original error in the
-// chain, so classification (SQLSTATE, network errors) still sees it: a failed
-// reconnect must count as a connection error, not a client error.
+// redactedError shows a redacted message but keeps the cause in the chain,
+// so classification (SQLSTATE, network errors) still sees it: a failed
+// reconnect must count as a connection error, not a client error. It never
+// holds the connection configuration (which has the password).
 type redactedError struct {
 	msg string
 	err error
@@ -171,6 +179,10 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// ConnectFailure marks the error as a failed connection attempt for
+// driver.IsConnError.
+func (e *redactedError) ConnectFailure() bool { return true }
 
 // Redactor is the redactor secrets were registered with.
 func (t *Target) Redactor() *redact.Redactor { return t.red }

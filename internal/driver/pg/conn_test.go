@@ -2,6 +2,8 @@ package pg
 
 import (
 	"context"
+	"errors"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/workload"
@@ -72,5 +74,11 @@ func TestConnectErrorKeepsCauseForClassification(t *testing.T) {
 	}
 	if class, _ := driver.Classify(err, false, 1); class != workload.ClassConnError {
 		t.Fatalf("class %v", class)
+	}
+	// The chain must not expose pgconn's ConnectError: its Config holds
+	// the password.
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		t.Fatalf("error chain exposes *pgconn.ConnectError (with its Config): %v", err)
 	}
 }
