@@ -1,0 +1,387 @@
+package system
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// UserHZ is the unit of the CPU times in /proc/PID/stat and /proc/stat.
+// It is part of the Linux user-space ABI (sysconf(_SC_CLK_TCK)) and 100 on
+// every architecture Go supports.
+const UserHZ = 100
+
+// ProcStat is what tunebench uses of /proc/PID/stat.
+type ProcStat struct {
+	PID, PPID      int
+	Comm           string
+	State          byte
+	UTime, STime   uint64 // ticks (UserHZ)
+	CUTime, CSTime uint64 // ticks of waited-for children
+	StartTime      uint64 // ticks after boot
+	RSSPages       int64
+}
+
+// ParseProcStat reads /proc/PID/stat. The command name is in parentheses
+// and may itself hold spaces and parentheses, so the fields are counted
+// from the last ')'.
+func ParseProcStat(b []byte) (ProcStat, error) {
+	var p ProcStat
+	s := string(bytes.TrimSpace(b))
+	open := strings.IndexByte(s, '(')
+	closing := strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return p, fmt.Errorf("/proc/PID/stat: no command name in %.60q", s)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(s[:open]))
+	if err != nil {
+		return p, fmt.Errorf("/proc/PID/stat: pid: %w", err)
+	}
+	p.PID, p.Comm = pid, s[open+1:closing]
+	// f[0] is field 3 (state) of proc(5).
+	f := strings.Fields(s[closing+1:])
+	if len(f) < 22 {
+		return p, fmt.Errorf("/proc/%d/stat: %d fields after the name, want at least 22", pid, len(f))
+	}
+	p.State = f[0][0]
+	field := func(n int) uint64 { // n is the proc(5) field number
+		v, e := strconv.ParseUint(f[n-3], 10, 64)
+		if e != nil && err == nil {
+			err = fmt.Errorf("/proc/%d/stat: field %d: %w", pid, n, e)
+		}
+		return v
+	}
+	ppid, e := strconv.Atoi(f[1])
+	if e != nil {
+		return p, fmt.Errorf("/proc/%d/stat: ppid: %w", pid, e)
+	}
+	p.PPID = ppid
+	p.UTime, p.STime = field(14), field(15)
+	// cutime and cstime are signed in proc(5) but never negative.
+	p.CUTime, p.CSTime = field(16), field(17)
+	p.StartTime = field(22)
+	rss, e := strconv.ParseInt(f[24-3], 10, 64)
+	if e != nil && err == nil {
+		err = fmt.Errorf("/proc/%d/stat: rss: %w", pid, e)
+	}
+	p.RSSPages = rss
+	return p, err
+}
+
+// ProcStatus is what tunebench uses of /proc/PID/status, in bytes.
+type ProcStatus struct {
+	VmRSS, RssAnon, RssFile, RssShmem uint64
+	// HasRssSplit is set when the kernel (4.5+) gives RssAnon/File/Shmem.
+	HasRssSplit bool
+}
+
+// ParseProcStatus reads the memory lines of /proc/PID/status.
+func ParseProcStatus(b []byte) (ProcStatus, error) {
+	var s ProcStatus
+	n := 0
+	for line := range bytes.Lines(b) {
+		name, rest, ok := strings.Cut(string(line), ":")
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		switch name {
+		case "VmRSS":
+			dst = &s.VmRSS
+		case "RssAnon":
+			dst = &s.RssAnon
+			n++
+		case "RssFile":
+			dst = &s.RssFile
+			n++
+		case "RssShmem":
+			dst = &s.RssShmem
+			n++
+		default:
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return s, fmt.Errorf("/proc/PID/status: empty %s", name)
+		}
+		v, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("/proc/PID/status: %s: %w", name, err)
+		}
+		if len(f) > 1 && f[1] == "kB" {
+			v *= 1024
+		}
+		*dst = v
+	}
+	s.HasRssSplit = n == 3
+	return s, nil
+}
+
+// ProcIO is what tunebench uses of /proc/PID/io: bytes the process caused
+// to be read from and written to the storage layer (not page-cache hits).
+type ProcIO struct {
+	ReadBytes, WriteBytes, CancelledWriteBytes uint64
+}
+
+// ParseProcIO reads /proc/PID/io.
+func ParseProcIO(b []byte) (ProcIO, error) {
+	var p ProcIO
+	n := 0
+	for line := range bytes.Lines(b) {
+		name, rest, ok := strings.Cut(string(line), ":")
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		switch name {
+		case "read_bytes":
+			dst = &p.ReadBytes
+		case "write_bytes":
+			dst = &p.WriteBytes
+		case "cancelled_write_bytes":
+			dst = &p.CancelledWriteBytes
+		default:
+			continue
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(rest), 10, 64)
+		if err != nil {
+			return p, fmt.Errorf("/proc/PID/io: %s: %w", name, err)
+		}
+		*dst = v
+		n++
+	}
+	if n < 2 {
+		return p, errors.New("/proc/PID/io: no read_bytes/write_bytes")
+	}
+	return p, nil
+}
+
+// ParsePostmasterPID reads the postmaster's pid from the first line of a
+// data directory's postmaster.pid.
+func ParsePostmasterPID(b []byte) (int, error) {
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("postmaster.pid: bad pid line %q", first)
+	}
+	return pid, nil
+}
+
+// ReadPostmasterPID reads dataDir/postmaster.pid.
+func ReadPostmasterPID(dataDir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	return ParsePostmasterPID(b)
+}
+
+// ParentPID returns the parent of pid from procRoot/PID/stat (e.g. the
+// postmaster of a backend).
+func ParentPID(procRoot string, pid int) (int, error) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	st, err := ParseProcStat(b)
+	if err != nil {
+		return 0, err
+	}
+	return st.PPID, nil
+}
+
+// ppidOf extracts the parent pid from /proc/PID/stat text without parsing
+// the rest (the scan reads every process's stat each sample); -1 when
+// malformed.
+func ppidOf(b []byte) int {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return -1
+	}
+	// ") S 1234 ...": skip the state, then read the number.
+	b = b[i+1:]
+	field, n, in := 0, 0, false
+	for _, c := range b {
+		if c == ' ' {
+			if in && field == 2 {
+				return n
+			}
+			in = false
+			continue
+		}
+		if !in {
+			in = true
+			field++
+		}
+		if field == 2 {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+	}
+	if in && field == 2 {
+		return n
+	}
+	return -1
+}
+
+// Group is the summed state of a process and its children.
+type Group struct {
+	Procs int
+	// CPUTicks is the CPU time of the live processes plus the time of the
+	// root's waited-for children (exited backends), so it only grows while
+	// the root lives.
+	CPUTicks uint64
+	// RSS counts private memory per process (RssAnon + RssFile) and the
+	// shared memory once (the largest RssShmem), so shared_buffers is not
+	// counted once per backend. Without the split (kernel < 4.5): the sum
+	// of VmRSS.
+	RSS   uint64
+	Shmem uint64 // largest RssShmem
+	// ReadBytes and WriteBytes are storage I/O of the live processes plus,
+	// in the root's counters, its reaped children's. IOErr is set when some
+	// process's io file could not be read (permissions); the byte counts
+	// are then incomplete and should not be used.
+	ReadBytes, WriteBytes uint64
+	IOErr                 error
+}
+
+// ReadGroup reads root and its direct children (PostgreSQL's postmaster
+// and its backends and auxiliary processes) under procRoot. Processes that
+// exit while being read are skipped.
+func ReadGroup(procRoot string, root int) (Group, error) {
+	var r procReader
+	return r.readGroup(procRoot, root)
+}
+
+// procReader reads /proc files into a buffer it reuses: the group scan
+// reads every process's stat file once per sample.
+type procReader struct {
+	buf   []byte
+	names []string
+	pids  []int
+}
+
+// read returns the contents of path, valid until the next read.
+func (r *procReader) read(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if r.buf == nil {
+		r.buf = make([]byte, 4096)
+	}
+	n := 0
+	for {
+		m, err := f.Read(r.buf[n:])
+		n += m
+		if err == io.EOF || (err == nil && m == 0) {
+			return r.buf[:n], nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == len(r.buf) {
+			r.buf = append(r.buf, make([]byte, len(r.buf))...)
+		}
+	}
+}
+
+func (r *procReader) readGroup(procRoot string, root int) (Group, error) {
+	var g Group
+	d, err := os.Open(procRoot)
+	if err != nil {
+		return g, err
+	}
+	r.names, err = d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return g, err
+	}
+	pids := append(r.pids[:0], root)
+	rootSeen := false
+	rootDir := strconv.Itoa(root)
+	for _, name := range r.names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		if name == rootDir {
+			rootSeen = true
+			continue
+		}
+		b, err := r.read(procRoot + "/" + name + "/stat")
+		if err != nil {
+			continue // gone, or not a process directory
+		}
+		if ppidOf(b) == root {
+			if pid, err := strconv.Atoi(name); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	r.pids = pids
+	if !rootSeen {
+		return g, fmt.Errorf("process %d not found in %s (server stopped?)", root, procRoot)
+	}
+	var maxShm uint64
+	split := true
+	var sumVmRSS, sumPrivate uint64
+	for _, pid := range pids {
+		dir := procRoot + "/" + strconv.Itoa(pid)
+		b, err := r.read(dir + "/stat")
+		if err != nil {
+			if pid == root {
+				return g, err
+			}
+			continue
+		}
+		st, err := ParseProcStat(b)
+		if err != nil {
+			return g, err
+		}
+		g.Procs++
+		g.CPUTicks += st.UTime + st.STime
+		if pid == root {
+			g.CPUTicks += st.CUTime + st.CSTime
+		}
+		if b, err := r.read(dir + "/status"); err == nil {
+			if ps, err := ParseProcStatus(b); err == nil {
+				sumVmRSS += ps.VmRSS
+				sumPrivate += ps.RssAnon + ps.RssFile
+				split = split && ps.HasRssSplit
+				maxShm = max(maxShm, ps.RssShmem)
+			}
+		}
+		b, err = r.read(dir + "/io")
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) && g.IOErr == nil {
+				g.IOErr = err
+			}
+			continue
+		}
+		pio, err := ParseProcIO(b)
+		if err != nil {
+			if g.IOErr == nil {
+				g.IOErr = err
+			}
+			continue
+		}
+		g.ReadBytes += pio.ReadBytes
+		g.WriteBytes += pio.WriteBytes
+	}
+	if split {
+		g.RSS = sumPrivate + maxShm
+		g.Shmem = maxShm
+	} else {
+		g.RSS = sumVmRSS
+	}
+	return g, nil
+}
