@@ -1,0 +1,248 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tunebench/tunebench/internal/envinfo"
+	"github.com/tunebench/tunebench/internal/redact"
+)
+
+// envRow is one line of the environment table: a single value when every
+// run had the same, else each value with the runs that had it.
+type envRow struct {
+	Name    string
+	Values  []envVal
+	Differs bool
+}
+
+type envVal struct{ Value, Runs string }
+
+type envField struct {
+	name string
+	get  func(*envinfo.Snapshot) string
+}
+
+var envFields = []envField{
+	{"Host", func(s *envinfo.Snapshot) string { return s.Host.Hostname }},
+	{"Operating system", func(s *envinfo.Snapshot) string {
+		return joinNonEmpty(" ", s.Host.Distro, paren(joinNonEmpty("/", s.Host.OS, s.Host.Arch)))
+	}},
+	{"Kernel", func(s *envinfo.Snapshot) string { return joinNonEmpty(" ", s.Host.Kernel, s.Host.KernelVersion) }},
+	{"CPU", func(s *envinfo.Snapshot) string {
+		h := s.Host
+		var parts []string
+		if h.CPUs > 0 {
+			parts = append(parts, plural(h.CPUs, "logical CPU"))
+		}
+		if h.CPUCores > 0 {
+			parts = append(parts, plural(h.CPUCores, "core"))
+		}
+		if h.CPUSockets > 0 {
+			parts = append(parts, plural(h.CPUSockets, "socket"))
+		}
+		if h.Hypervisor {
+			parts = append(parts, "virtual machine")
+		}
+		return joinNonEmpty(", ", h.CPUModel, strings.Join(parts, ", "))
+	}},
+	{"CPU governor, clock source", func(s *envinfo.Snapshot) string {
+		return joinNonEmpty(", ", s.Host.CPUGovernor, s.Host.Clocksource)
+	}},
+	{"Memory", func(s *envinfo.Snapshot) string {
+		h := s.Host
+		if h.MemTotalBytes == 0 {
+			return ""
+		}
+		v := humanBytes(h.MemTotalBytes)
+		if h.SwapTotalBytes > 0 {
+			v += ", swap " + humanBytes(h.SwapTotalBytes)
+		} else {
+			v += ", no swap"
+		}
+		if h.HugePagesTotal > 0 {
+			v += fmt.Sprintf(", %d huge pages of %s", h.HugePagesTotal, humanBytes(h.HugePageSizeBytes))
+		}
+		if h.TransparentHuge != "" {
+			v += ", transparent huge pages " + h.TransparentHuge
+		}
+		return v
+	}},
+	{"Data directory", func(s *envinfo.Snapshot) string {
+		if s.DataDir == nil {
+			return ""
+		}
+		return s.DataDir.Path
+	}},
+	{"Filesystem", func(s *envinfo.Snapshot) string {
+		f := s.DataDir
+		if f == nil {
+			return ""
+		}
+		v := f.FSType
+		if f.Source != "" {
+			v += " on " + f.Source
+		}
+		if f.MountPoint != "" {
+			v += " mounted at " + f.MountPoint
+		}
+		return v
+	}},
+	{"Mount options", func(s *envinfo.Snapshot) string {
+		f := s.DataDir
+		if f == nil {
+			return ""
+		}
+		return joinNonEmpty("; filesystem: ", f.Options, f.SuperOptions)
+	}},
+	{"PostgreSQL", func(s *envinfo.Snapshot) string {
+		if s.Postgres == nil {
+			return ""
+		}
+		return s.Postgres.Version
+	}},
+	{"Driver", func(s *envinfo.Snapshot) string {
+		d := s.Driver
+		if d.GoVersion == "" && d.TunebenchVersion == "" {
+			return ""
+		}
+		v := joinNonEmpty(" ", "tunebench", d.TunebenchVersion)
+		v = joinNonEmpty(", ", v, d.GoVersion)
+		if d.GOMAXPROCS > 0 {
+			v += ", GOMAXPROCS " + strconv.Itoa(d.GOMAXPROCS)
+		}
+		return v
+	}},
+}
+
+// environment builds the environment and settings tables over the runs.
+func environment(d *dataset) (env, settings []envRow, note string) {
+	var with []*runData
+	var without []int64
+	for _, rd := range d.Runs {
+		if rd.Env != nil {
+			with = append(with, rd)
+		} else {
+			without = append(without, rd.Run.ID)
+		}
+	}
+	if len(without) > 0 {
+		note = "No environment snapshot stored for runs " + idList(without) + "."
+	}
+	if len(with) == 0 {
+		return nil, nil, note
+	}
+	for _, f := range envFields {
+		vals := make([]string, len(with))
+		for i, rd := range with {
+			vals[i] = redact.Patterns(f.get(rd.Env))
+		}
+		if row, ok := envRowOf(f.name, vals, with); ok {
+			env = append(env, row)
+		}
+	}
+
+	names := map[string]bool{}
+	for _, rd := range with {
+		if rd.Env.Postgres != nil {
+			for k := range rd.Env.Postgres.Settings {
+				names[k] = true
+			}
+		}
+	}
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		vals := make([]string, len(with))
+		for i, rd := range with {
+			v := "(default)"
+			if rd.Env.Postgres == nil {
+				v = "(unknown)"
+			} else if s, ok := rd.Env.Postgres.Settings[k]; ok {
+				v = redact.SettingValue(k, s)
+			}
+			vals[i] = v
+		}
+		if row, ok := envRowOf(k, vals, with); ok {
+			settings = append(settings, row)
+		}
+	}
+	// Settings that differ between runs first: they are what was varied.
+	sort.SliceStable(settings, func(i, j int) bool { return settings[i].Differs && !settings[j].Differs })
+	return env, settings, note
+}
+
+// envRowOf groups equal values; false when no run has a value.
+func envRowOf(name string, vals []string, runs []*runData) (envRow, bool) {
+	byVal := map[string][]int64{}
+	var order []string
+	any := false
+	for i, v := range vals {
+		if v != "" {
+			any = true
+		}
+		if _, ok := byVal[v]; !ok {
+			order = append(order, v)
+		}
+		byVal[v] = append(byVal[v], runs[i].Run.ID)
+	}
+	if !any {
+		return envRow{}, false
+	}
+	row := envRow{Name: name, Differs: len(order) > 1}
+	for _, v := range order {
+		shown := v
+		if shown == "" {
+			shown = "(not recorded)"
+		}
+		ev := envVal{Value: shown}
+		if row.Differs {
+			ev.Runs = idList(byVal[v])
+		}
+		row.Values = append(row.Values, ev)
+	}
+	return row, true
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
+}
+
+// humanBytes formats a byte count in binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
+}

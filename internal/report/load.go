@@ -1,0 +1,575 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tunebench/tunebench/internal/envinfo"
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+// Workload kinds: database workloads have a throughput and an x axis;
+// storage (fio) and fsblog runs get tables of their own.
+const (
+	kindDB      = "db"
+	kindStorage = "storage"
+	kindFSBlog  = "fsblog"
+)
+
+// runData is one stored run with what the report reads out of it.
+type runData struct {
+	Run  *store.Run
+	Raw  map[string]any // the summary as generic JSON
+	Sum  summaryFields
+	Env  *envinfo.Snapshot
+	Link *store.PlanLink // nil for runs outside experiments
+	// planMetric is the throughput field named by the plan of the run's
+	// experiment ("" when unknown).
+	planMetric string
+
+	Kind   string
+	Config string // configuration label
+	XName  string // "vusers", "clients", ...
+	X      float64
+	HasX   bool
+	Metric string  // summary field measuring throughput: "nopm", "tps"
+	Value  float64 // that field's value; NaN when missing
+
+	Counted bool   // counts in medians, bands and comparisons
+	Why     string // why it does not count (warm-up, interrupted, ...)
+
+	Ops []opLatency // latency per transaction type
+}
+
+// summaryFields are the summary fields the report uses (docs/json-summary.md
+// plus the tpcc additions). Unknown or mistyped fields are left zero.
+type summaryFields struct {
+	Workload       string             `json:"workload"`
+	Script         string             `json:"script"`
+	Mode           string             `json:"mode"`
+	Status         string             `json:"status"`
+	Clients        int                `json:"clients"`
+	VUsers         int                `json:"vusers"`
+	Scale          int                `json:"scale"`
+	Warehouses     int                `json:"warehouses"`
+	Isolation      string             `json:"isolation"`
+	DurationS      float64            `json:"duration_s"`
+	TPS            float64            `json:"tps"`
+	NOPM           float64            `json:"nopm"`
+	TPM            float64            `json:"tpm"`
+	LatencyMs      map[string]float64 `json:"latency_ms"`
+	Errors         int64              `json:"errors"`
+	ErrorsPct      float64            `json:"errors_pct"`
+	Settings       map[string]string  `json:"settings_applied"`
+	PerTransaction []txnStats         `json:"per_transaction"`
+	Driver         struct {
+		CPUS float64 `json:"cpu_s"`
+	} `json:"driver"`
+}
+
+type txnStats struct {
+	Op    string  `json:"op"`
+	Count int64   `json:"count"`
+	AvgMs float64 `json:"avg_ms"`
+	MaxMs float64 `json:"max_ms"`
+	P50Ms float64 `json:"p50_ms"`
+	P90Ms float64 `json:"p90_ms"`
+	P95Ms float64 `json:"p95_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// opLatency is the latency profile of one transaction type in one run, in
+// milliseconds.
+type opLatency struct {
+	Op                           string
+	Count                        int64
+	Avg, P50, P90, P95, P99, Max float64
+	P999                         float64 // NaN when the source has no p99.9
+	FromHistogram                bool
+	Overflow                     int64 // values above the histogram range
+}
+
+// planInfo is the part of the experiment plan JSON (docs/experiments.md) the
+// report shows. It is read leniently: a plan written by another version just
+// shows fewer rows.
+type planInfo struct {
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	Workload     string    `json:"workload"`
+	Metric       string    `json:"metric"`
+	XAxis        string    `json:"x_axis"`
+	XValues      []float64 `json:"x_values"`
+	Seed         *int64    `json:"seed"`
+	Order        string    `json:"order"`
+	Reset        string    `json:"reset"`
+	ResetEvery   string    `json:"reset_every"`
+	Repetitions  int       `json:"repetitions"`
+	WarmupRuns   int       `json:"warmup_runs"`
+	CooldownS    float64   `json:"cooldown_s"`
+	Target       string    `json:"target"`
+	Database     string    `json:"database"`
+	BaseSettings []struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"base_settings"`
+	Dimensions []struct {
+		Name   string   `json:"name"`
+		Kind   string   `json:"kind"`
+		Values []string `json:"values"`
+		XAxis  bool     `json:"x_axis"`
+	} `json:"dimensions"`
+	Baseline string `json:"baseline"`
+	Configs  []struct {
+		Label string `json:"label"`
+	} `json:"configurations"`
+	Runs     []json.RawMessage `json:"runs"`
+	Estimate struct {
+		TotalS float64 `json:"total_s"`
+	} `json:"estimate"`
+}
+
+// decodeLenient unmarshals what it can: type mismatches leave the field zero.
+func decodeLenient(raw json.RawMessage, v any) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return false
+	}
+	err := json.Unmarshal(raw, v)
+	if err == nil {
+		return true
+	}
+	_, typeErr := err.(*json.UnmarshalTypeError)
+	return typeErr
+}
+
+// dataset is everything a report or a comparison is built from.
+type dataset struct {
+	Exp   *store.Experiment // nil for a list of runs
+	Plan  planInfo
+	Links []store.PlanLink
+	Runs  []*runData // plan order for an experiment, else as given
+}
+
+// loadExperiment reads an experiment with its linked runs.
+func loadExperiment(ctx context.Context, st *store.Store, name string) (*dataset, error) {
+	e, err := st.GetExperiment(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	links, err := st.PlanLinks(ctx, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	d := &dataset{Exp: e, Links: links}
+	decodeLenient(e.Plan, &d.Plan)
+	for i := range links {
+		l := links[i]
+		if l.RunID == 0 {
+			continue
+		}
+		r, err := st.GetRun(ctx, l.RunID)
+		if err != nil {
+			if errs.KindOf(err) == errs.KindUsage { // the run was deleted
+				continue
+			}
+			return nil, err
+		}
+		rd := newRunData(r)
+		rd.Link = &l
+		d.Runs = append(d.Runs, rd)
+	}
+	d.finish()
+	return d, nil
+}
+
+// loadRuns reads the given runs. Runs that belong to an experiment get their
+// plan link (configuration, x value, repetition) from it.
+func loadRuns(ctx context.Context, st *store.Store, ids []int64) (*dataset, error) {
+	d := &dataset{}
+	links := map[string]map[int64]store.PlanLink{} // experiment -> run id -> link
+	metrics := map[string]string{}                 // experiment -> plan metric
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		r, err := st.GetRun(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		rd := newRunData(r)
+		if r.Experiment != "" {
+			m, ok := links[r.Experiment]
+			if !ok {
+				m = map[int64]store.PlanLink{}
+				if e, err := st.GetExperiment(ctx, r.Experiment); err == nil {
+					var p planInfo
+					decodeLenient(e.Plan, &p)
+					metrics[r.Experiment] = p.Metric
+					ls, err := st.PlanLinks(ctx, e.ID)
+					if err != nil {
+						return nil, err
+					}
+					for _, l := range ls {
+						if l.RunID != 0 {
+							m[l.RunID] = l
+						}
+					}
+				}
+				links[r.Experiment] = m
+			}
+			if l, ok := m[id]; ok {
+				rd.Link = &l
+				rd.planMetric = metrics[r.Experiment]
+			}
+		}
+		d.Runs = append(d.Runs, rd)
+	}
+	d.finish()
+	return d, nil
+}
+
+// repetitionsOf returns the counted runs of the same experiment,
+// configuration and x value as rd (rd included), or nil for a run outside an
+// experiment.
+func repetitionsOf(ctx context.Context, st *store.Store, rd *runData) ([]*runData, error) {
+	if rd.Link == nil || rd.Run.Experiment == "" {
+		return nil, nil
+	}
+	e, err := st.GetExperiment(ctx, rd.Run.Experiment)
+	if err != nil {
+		return nil, nil
+	}
+	var plan planInfo
+	decodeLenient(e.Plan, &plan)
+	ls, err := st.PlanLinks(ctx, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []*runData
+	for i := range ls {
+		l := ls[i]
+		if l.RunID == 0 || l.Warmup || l.Config != rd.Link.Config || l.XValue != rd.Link.XValue {
+			continue
+		}
+		var r *runData
+		if l.RunID == rd.Run.ID {
+			r = rd
+		} else {
+			sr, err := st.GetRun(ctx, l.RunID)
+			if err != nil {
+				continue
+			}
+			r = newRunData(sr)
+			r.Link = &l
+			r.classify(plan.Metric)
+		}
+		if r.Counted {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func newRunData(r *store.Run) *runData {
+	compactSeries(r, maxPts)
+	rd := &runData{Run: r, Value: math.NaN()}
+	decodeLenient(r.Summary, &rd.Raw)
+	decodeLenient(r.Summary, &rd.Sum)
+	var env envinfo.Snapshot
+	if decodeLenient(r.Env, &env) {
+		rd.Env = &env
+	}
+	return rd
+}
+
+// compactSeries reduces every series of r longer than max points with
+// Downsample (keeping each interval's extremes), so that a report over many
+// long runs holds a few hundred points per series instead of one per second
+// (a one-hour run with the samplers has some 200,000 points).
+func compactSeries(r *store.Run, max int) {
+	if len(r.Series) <= 2*max {
+		return
+	}
+	type span struct{ from, to int }
+	var spans []span
+	for i := 0; i < len(r.Series); {
+		j := i
+		for j < len(r.Series) && r.Series[j].Series == r.Series[i].Series {
+			j++
+		}
+		spans = append(spans, span{i, j})
+		i = j
+	}
+	out := make([]store.Point, 0, len(spans)*max)
+	for _, sp := range spans {
+		pts := r.Series[sp.from:sp.to]
+		name := pts[0].Series
+		if len(pts) <= max {
+			out = append(out, pts...)
+			continue
+		}
+		xy := make([]XY, len(pts))
+		for i, p := range pts {
+			xy[i] = XY{p.T, p.V}
+		}
+		for _, p := range Downsample(xy, max) {
+			out = append(out, store.Point{Series: name, T: p.X, V: p.Y})
+		}
+	}
+	r.Series = out
+}
+
+// finish derives configurations, x values, metrics and latencies.
+func (d *dataset) finish() {
+	for _, rd := range d.Runs {
+		rd.classify(d.Plan.Metric)
+	}
+}
+
+// classify fills the derived fields of rd; planMetric is the experiment's
+// throughput field ("" outside experiments).
+func (rd *runData) classify(planMetric string) {
+	r := rd.Run
+	switch r.Workload {
+	case "storage", "fio":
+		rd.Kind = kindStorage
+	case "fsblog":
+		rd.Kind = kindFSBlog
+	default:
+		rd.Kind = kindDB
+	}
+
+	// Configuration and x axis.
+	if rd.Link != nil {
+		rd.Config = rd.Link.Config
+		rd.XName, rd.X, rd.HasX = rd.Link.XName, rd.Link.XValue, true
+	} else {
+		rd.Config = adHocLabel(rd)
+		switch {
+		case rd.Sum.VUsers > 0:
+			rd.XName, rd.X, rd.HasX = "vusers", float64(rd.Sum.VUsers), true
+		case rd.Sum.Clients > 0:
+			rd.XName, rd.X, rd.HasX = "clients", float64(rd.Sum.Clients), true
+		}
+	}
+
+	// Throughput metric.
+	rd.Metric = planMetric
+	if rd.Metric == "" {
+		rd.Metric = rd.planMetric
+	}
+	if rd.Metric == "" {
+		if r.Workload == "tpcc" || hasNumber(rd.Raw, "nopm") {
+			rd.Metric = "nopm"
+		} else {
+			rd.Metric = "tps"
+		}
+	}
+	rd.Value = number(rd.Raw, rd.Metric)
+
+	// Does it count?
+	rd.Counted, rd.Why = true, ""
+	switch {
+	case rd.Link != nil && rd.Link.Warmup:
+		rd.Counted, rd.Why = false, "warm-up run"
+	case r.Status == store.StatusInterrupted:
+		rd.Counted, rd.Why = false, "interrupted"
+	case r.Status == store.StatusFailed:
+		rd.Counted, rd.Why = false, "failed"
+	case rd.Kind == kindDB && math.IsNaN(rd.Value):
+		rd.Counted, rd.Why = false, "no "+rd.Metric+" in its summary"
+	case rd.Kind == kindDB && !rd.HasX:
+		rd.Counted, rd.Why = false, "no client count"
+	}
+
+	if rd.Kind == kindDB {
+		rd.Ops = runLatencies(rd)
+	}
+}
+
+// adHocLabel names the configuration of a run outside an experiment: its
+// workload, script or mode, and the settings applied for it.
+func adHocLabel(rd *runData) string {
+	parts := []string{rd.Run.Workload}
+	if v := rd.Run.Variant; v != "" {
+		parts = append(parts, v)
+	} else if rd.Sum.Script != "" {
+		parts = append(parts, rd.Sum.Script)
+	} else if rd.Sum.Mode != "" {
+		parts = append(parts, rd.Sum.Mode)
+	}
+	keys := make([]string, 0, len(rd.Sum.Settings))
+	for k := range rd.Sum.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+rd.Sum.Settings[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// hasNumber reports whether m[key] is a JSON number.
+func hasNumber(m map[string]any, key string) bool {
+	_, ok := m[key].(float64)
+	return ok
+}
+
+// number returns m[key] as a float64 (nested keys separated by dots), NaN
+// when missing or not a number.
+func number(m map[string]any, key string) float64 {
+	var cur any = m
+	for _, k := range strings.Split(key, ".") {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return math.NaN()
+		}
+		cur = mm[k]
+	}
+	switch v := cur.(type) {
+	case float64:
+		return v
+	case string:
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
+		}
+	}
+	return math.NaN()
+}
+
+// completedClasses are the outcome classes whose latencies the report shows:
+// transactions that ran to their intended end (committed, or rolled back on
+// purpose like TPC-C's 1% New-Order rollbacks). This matches the tpcc
+// per-transaction profile; tpcb has no user aborts, so there it is the
+// committed transactions, like the summary's latency_ms.
+var completedClasses = map[string]bool{
+	workload.ClassOK.String():        true,
+	workload.ClassRetriedOK.String(): true,
+	workload.ClassUserAbort.String(): true,
+}
+
+// runLatencies returns the latency profile per transaction type: from the
+// stored histograms when there are any (exact merge over the completed
+// classes), else from the summary's per_transaction list, else the
+// summary's overall latency as op "all".
+func runLatencies(rd *runData) []opLatency {
+	hs := map[string]*metrics.Hist{}
+	for _, h := range rd.Run.Histograms {
+		if h.Kind != store.KindLatency || !completedClasses[h.Class] {
+			continue
+		}
+		dh, err := metrics.Decode(h.Encoded)
+		if err != nil || dh.Count() == 0 {
+			continue
+		}
+		if hs[h.Op] == nil {
+			hs[h.Op] = metrics.NewHist()
+		}
+		hs[h.Op].Merge(dh)
+	}
+	var out []opLatency
+	if len(hs) > 0 {
+		for op, h := range hs {
+			p := h.PercentilesMs(50, 90, 95, 99, 99.9)
+			out = append(out, opLatency{Op: op, Count: h.Count(), Avg: h.MeanMs(), P50: p[0], P90: p[1], P95: p[2], P99: p[3], P999: p[4],
+				Max: h.MaxMs(), FromHistogram: true, Overflow: h.Overflow()})
+		}
+	} else if len(rd.Sum.PerTransaction) > 0 {
+		for _, t := range rd.Sum.PerTransaction {
+			if t.Count == 0 {
+				continue
+			}
+			out = append(out, opLatency{Op: t.Op, Count: t.Count, Avg: t.AvgMs, P50: t.P50Ms, P90: t.P90Ms, P95: t.P95Ms, P99: t.P99Ms,
+				Max: t.MaxMs, P999: math.NaN()})
+		}
+	} else if l := rd.Sum.LatencyMs; len(l) > 0 {
+		get := func(k string) float64 {
+			if v, ok := l[k]; ok {
+				return v
+			}
+			return math.NaN()
+		}
+		out = append(out, opLatency{Op: "all", Avg: get("avg"), P50: get("p50"), P90: get("p90"), P95: get("p95"), P99: get("p99"),
+			P999: get("p99_9"), Max: get("max")})
+	}
+	sortOps(out)
+	return out
+}
+
+// opOrder puts the TPC-C transactions in the mix's usual order; other ops
+// sort by name after them.
+var opOrder = map[string]int{"new_order": 1, "payment": 2, "delivery": 3, "order_status": 4, "stock_level": 5}
+
+func opLess(a, b string) bool {
+	oa, ob := opOrder[a], opOrder[b]
+	if oa == 0 {
+		oa = 100
+	}
+	if ob == 0 {
+		ob = 100
+	}
+	if oa != ob {
+		return oa < ob
+	}
+	return a < b
+}
+
+func sortOps(ls []opLatency) {
+	sort.Slice(ls, func(i, j int) bool { return opLess(ls[i].Op, ls[j].Op) })
+}
+
+// metricLabel is how a throughput field is named in tables and charts.
+func metricLabel(m string) string {
+	switch m {
+	case "nopm":
+		return "NOPM"
+	case "tpm":
+		return "TPM"
+	case "tps":
+		return "tps"
+	}
+	return m
+}
+
+// metricUnit is the y-axis label of a throughput field.
+func metricUnit(m string) string {
+	switch m {
+	case "nopm":
+		return "NOPM (New-Orders per minute)"
+	case "tpm":
+		return "TPM (transactions per minute)"
+	case "tps":
+		return "tps (transactions per second)"
+	}
+	return m
+}
+
+// runRef describes a run in one line: id, configuration, x and repetition.
+func (rd *runData) ref() string {
+	s := fmt.Sprintf("run %d (%s", rd.Run.ID, rd.Config)
+	if rd.HasX {
+		s += fmt.Sprintf(", %s %s", rd.XName, fmtX(rd.X))
+	}
+	if rd.Link != nil {
+		if rd.Link.Warmup {
+			s += ", warm-up"
+		} else if rd.Link.Repetition > 0 {
+			s += fmt.Sprintf(", repetition %d", rd.Link.Repetition)
+		}
+	}
+	return s + ")"
+}
+
+// fmtX formats an x-axis value (integers without decimals).
+func fmtX(x float64) string {
+	return strconv.FormatFloat(x, 'f', -1, 64)
+}

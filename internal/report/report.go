@@ -1,0 +1,673 @@
+// Package report builds tunebench's reports from the results store: one
+// self-contained, offline HTML file per experiment or list of runs (tables,
+// and charts drawn with gonum/plot as inline SVG), and the terminal tables of
+// `tunebench compare`.
+//
+// The statistics follow DESIGN.md section 6: throughput per configuration
+// and x value is the median over the counted repetitions with their min-max
+// band; comparisons with the baseline configuration give the ratio of the
+// medians and a percentile bootstrap 95% confidence interval over the
+// repetitions. docs/report.md explains how to read the report.
+package report
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/store"
+)
+
+// Options selects what a report covers and how it is computed.
+type Options struct {
+	// Experiment names the experiment to report on; otherwise RunIDs lists
+	// the runs.
+	Experiment string
+	RunIDs     []int64
+	// Baseline is the configuration label comparisons are made against.
+	// Empty: the experiment plan's baseline, else the first configuration.
+	Baseline string
+	// Resamples and Seed drive the bootstrap (defaults DefaultResamples,
+	// DefaultSeed).
+	Resamples int
+	Seed      uint64
+	// MaxSeriesRuns caps the runs whose time series are drawn (default 30).
+	MaxSeriesRuns int
+	// Version is tunebench's version, shown in the footer.
+	Version string
+	// Now is the generation time shown (default time.Now).
+	Now time.Time
+}
+
+// Report is a built report, ready to be written as HTML.
+type Report struct {
+	Title     string
+	Generated string
+	Version   string
+	StorePath string
+
+	Exp       *expView
+	Selection []kv // for a list of runs
+
+	Env      []envRow
+	Settings []envRow
+	EnvNote  string
+
+	Groups []groupView
+	Other  []otherView // storage (fio) and fsblog runs
+
+	Runs     []runRow
+	Excluded []string
+
+	Series     []runCharts
+	SeriesNote string
+
+	Resamples int
+	Seed      uint64
+	Notes     []string
+
+	charts int
+}
+
+// ChartCount is the number of charts (SVG elements) the report holds.
+func (r *Report) ChartCount() int { return r.charts }
+
+type kv struct{ K, V string }
+
+type expView struct {
+	Rows []kv
+	Spec string
+}
+
+type groupView struct {
+	Metric, MetricLabel, XName, Baseline string
+	Chart                                template.HTML
+	Rows                                 []tputRow
+	RatioChart                           template.HTML
+	Compare                              []cmpView
+	Latency                              []latView
+}
+
+type tputRow struct {
+	Config           string
+	Color            string
+	X                string
+	N                int
+	Median, Min, Max string
+	Spread           string // (max-min)/median in percent
+	Runs             string
+}
+
+type cmpView struct {
+	Config, X         string
+	Base, This        string // medians
+	NBase, NThis      int
+	Ratio, CI         string
+	Verdict, Class    string
+	P95Ratio, P95CI   string
+	P95Verdict, P95Cl string
+}
+
+type latView struct {
+	Op    string
+	Chart template.HTML
+	Rows  []latRowView
+}
+
+type latRowView struct {
+	Config, Color, X                   string
+	N                                  int
+	Avg, P50, P90, P95, P99, P999, Max string
+}
+
+type runRow struct {
+	ID, Config, X, Rep, Status, Started string
+	Metric, Value, P95, Errors          string
+	Counted                             bool
+	Why                                 string
+}
+
+// Build reads the store and computes the report.
+func Build(ctx context.Context, st *store.Store, o Options) (*Report, error) {
+	if o.Resamples <= 0 {
+		o.Resamples = DefaultResamples
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	if o.MaxSeriesRuns <= 0 {
+		o.MaxSeriesRuns = 30
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	var d *dataset
+	var err error
+	switch {
+	case o.Experiment != "":
+		d, err = loadExperiment(ctx, st, o.Experiment)
+	case len(o.RunIDs) > 0:
+		d, err = loadRuns(ctx, st, o.RunIDs)
+	default:
+		err = errs.Usage("name an experiment or give run ids", "nothing to report on")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return build(d, st.Path(), o)
+}
+
+func build(d *dataset, storePath string, o Options) (*Report, error) {
+	baseline := o.Baseline
+	if baseline != "" {
+		found := false
+		labels := configOrder(d)
+		for _, c := range labels {
+			found = found || c == baseline
+		}
+		if !found {
+			return nil, errs.Usage("use one of the configuration labels: "+quoteList(labels),
+				"no configuration %q to use as the baseline", baseline)
+		}
+	} else {
+		baseline = d.Plan.Baseline
+	}
+	a := analyse(d, baseline, o.Resamples, o.Seed)
+
+	r := &Report{
+		Generated: o.Now.Format("2006-01-02 15:04:05 MST"),
+		Version:   o.Version,
+		StorePath: storePath,
+		Resamples: o.Resamples,
+		Seed:      o.Seed,
+	}
+	if d.Exp != nil {
+		r.Title = "Experiment " + d.Exp.Name
+		r.Exp = experimentView(d)
+	} else {
+		r.Title = "Runs " + idList(runIDs(d.Runs))
+		r.Selection = selectionView(d)
+	}
+	if len(d.Runs) == 0 {
+		r.Notes = append(r.Notes, "No stored runs: nothing to chart yet.")
+	}
+	r.Env, r.Settings, r.EnvNote = environment(d)
+
+	for _, g := range a.Groups {
+		gv, err := groupViewOf(g)
+		if err != nil {
+			return nil, err
+		}
+		r.charts += countCharts(gv)
+		r.Groups = append(r.Groups, gv)
+	}
+	for _, rd := range a.Excluded {
+		r.Excluded = append(r.Excluded, rd.ref()+": "+rd.Why)
+	}
+
+	other, n, err := otherSections(d)
+	if err != nil {
+		return nil, err
+	}
+	r.Other, r.charts = other, r.charts+n
+
+	for _, rd := range d.Runs {
+		r.Runs = append(r.Runs, runRowOf(rd))
+	}
+
+	picked, note := seriesRuns(d, o.MaxSeriesRuns)
+	r.SeriesNote = note
+	for _, rd := range picked {
+		rc, err := buildRunCharts(rd)
+		if err != nil {
+			return nil, err
+		}
+		r.charts += len(rc.Charts)
+		r.Series = append(r.Series, rc)
+	}
+	return r, nil
+}
+
+func countCharts(g groupView) int {
+	n := 0
+	if g.Chart != "" {
+		n++
+	}
+	if g.RatioChart != "" {
+		n++
+	}
+	for _, l := range g.Latency {
+		if l.Chart != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func groupViewOf(g *group) (groupView, error) {
+	gv := groupView{Metric: g.Metric, MetricLabel: metricLabel(g.Metric), XName: g.XName, Baseline: g.Baseline}
+	var err error
+	if gv.Chart, err = throughputChart(g); err != nil {
+		return gv, err
+	}
+	for _, c := range g.Configs {
+		for _, p := range c.Points {
+			spread := ""
+			if p.Median > 0 && len(p.Values) > 1 {
+				spread = fmt.Sprintf("%.1f%%", 100*(p.Max-p.Min)/p.Median)
+			}
+			gv.Rows = append(gv.Rows, tputRow{
+				Config: c.Config, Color: cssColor(c.Color), X: fmtX(p.X), N: len(p.Values),
+				Median: fmtNum(p.Median), Min: fmtNum(p.Min), Max: fmtNum(p.Max), Spread: spread,
+				Runs: idList(p.RunIDs),
+			})
+		}
+	}
+	if len(g.Compare) > 0 {
+		if gv.RatioChart, err = ratioChart(g); err != nil {
+			return gv, err
+		}
+	}
+	for _, c := range g.Compare {
+		v, cl := verdictClass(c.Throughput, true)
+		pv, pcl := verdictClass(c.P95, false)
+		gv.Compare = append(gv.Compare, cmpView{
+			Config: c.Config, X: fmtX(c.X),
+			Base: fmtNum(c.Base.Median), This: fmtNum(c.This.Median),
+			NBase: c.Throughput.NBase, NThis: c.Throughput.NOther,
+			Ratio: fmtRatio(c.Throughput.Ratio), CI: fmtCI(c.Throughput),
+			Verdict: v, Class: cl,
+			P95Ratio: fmtRatio(c.P95.Ratio), P95CI: fmtCI(c.P95), P95Verdict: pv, P95Cl: pcl,
+		})
+	}
+	for _, og := range g.Latency {
+		lv := latView{Op: og.Op}
+		if lv.Chart, err = latencyChart(g, og); err != nil {
+			return gv, err
+		}
+		for _, row := range og.Rows {
+			lv.Rows = append(lv.Rows, latRowView{
+				Config: row.Config, Color: cssColor(row.Color), X: fmtX(row.X), N: row.N,
+				Avg: fmtMs(row.Avg), P50: fmtMs(row.P50), P90: fmtMs(row.P90), P95: fmtMs(row.P95),
+				P99: fmtMs(row.P99), P999: fmtMs(row.P999), Max: fmtMs(row.Max),
+			})
+		}
+		gv.Latency = append(gv.Latency, lv)
+	}
+	return gv, nil
+}
+
+// verdictClass returns the verdict text and its CSS class.
+func verdictClass(r RatioCI, higherIsBetter bool) (string, string) {
+	v := verdict(r, higherIsBetter)
+	switch v {
+	case "within noise":
+		return v, "noise"
+	case "better":
+		if higherIsBetter {
+			return "higher", "good"
+		}
+		return "lower", "good"
+	case "worse":
+		if higherIsBetter {
+			return "lower", "bad"
+		}
+		return "higher", "bad"
+	}
+	return v, "na"
+}
+
+// seriesRuns picks the runs whose time series are drawn: every run of a
+// list (up to max); for an experiment one representative run per
+// configuration and x value (the repetition closest to the median).
+func seriesRuns(d *dataset, maxRuns int) ([]*runData, string) {
+	var out []*runData
+	note := ""
+	if d.Exp == nil {
+		for _, rd := range d.Runs {
+			if rd.Kind == kindDB && len(rd.Run.Series) > 0 {
+				out = append(out, rd)
+			}
+		}
+	} else {
+		type key struct {
+			config string
+			x      float64
+		}
+		groups := map[key][]*runData{}
+		var keys []key
+		for _, rd := range d.Runs {
+			if !rd.Counted || rd.Kind != kindDB || len(rd.Run.Series) == 0 {
+				continue
+			}
+			k := key{rd.Config, rd.X}
+			if _, ok := groups[k]; !ok {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], rd)
+		}
+		order := map[string]int{}
+		for i, c := range configOrder(d) {
+			order[c] = i
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if order[keys[i].config] != order[keys[j].config] {
+				return order[keys[i].config] < order[keys[j].config]
+			}
+			return keys[i].x < keys[j].x
+		})
+		multi := false
+		for _, k := range keys {
+			rs := groups[k]
+			if len(rs) > 1 {
+				multi = true
+			}
+			vals := make([]float64, len(rs))
+			for i, rd := range rs {
+				vals[i] = rd.Value
+			}
+			med := Median(vals)
+			best := rs[0]
+			for _, rd := range rs[1:] {
+				if math.Abs(rd.Value-med) < math.Abs(best.Value-med) ||
+					(math.Abs(rd.Value-med) == math.Abs(best.Value-med) && rd.Run.ID < best.Run.ID) {
+					best = rd
+				}
+			}
+			out = append(out, best)
+		}
+		if multi {
+			note = "One run per configuration and x value: the repetition whose throughput is closest to the median. `tunebench report RUN_ID` draws any other run."
+		}
+	}
+	if len(out) > maxRuns {
+		note = strings.TrimSpace(note + fmt.Sprintf(" Only the first %d of %d runs are drawn; report on fewer runs to see the others.", maxRuns, len(out)))
+		out = out[:maxRuns]
+	}
+	return out, note
+}
+
+func runRowOf(rd *runData) runRow {
+	row := runRow{
+		ID: strconv.FormatInt(rd.Run.ID, 10), Config: rd.Config, Status: rd.Run.Status,
+		Metric: metricLabel(rd.Metric), Value: fmtNum(rd.Value), Counted: rd.Counted, Why: rd.Why,
+	}
+	if rd.Kind != kindDB {
+		row.Metric, row.Value, row.Config = "", "", rd.Run.Workload+" "+rd.Run.Variant
+	}
+	if rd.HasX {
+		row.X = rd.XName + " " + fmtX(rd.X)
+	}
+	if rd.Link != nil {
+		if rd.Link.Warmup {
+			row.Rep = "warm-up"
+		} else {
+			row.Rep = strconv.Itoa(rd.Link.Repetition)
+		}
+	}
+	if !rd.Run.StartedAt.IsZero() {
+		row.Started = rd.Run.StartedAt.Local().Format("2006-01-02 15:04:05")
+	}
+	if v, ok := rd.Sum.LatencyMs["p95"]; ok {
+		row.P95 = fmtMs(v)
+	}
+	if rd.Kind == kindDB {
+		row.Errors = strconv.FormatInt(rd.Sum.Errors, 10)
+	}
+	return row
+}
+
+func experimentView(d *dataset) *expView {
+	e, p := d.Exp, d.Plan
+	v := &expView{Spec: redact.Patterns(e.Spec)}
+	add := func(k, val string) {
+		if val != "" {
+			v.Rows = append(v.Rows, kv{k, redact.Patterns(val)})
+		}
+	}
+	add("Name", e.Name)
+	add("Description", p.Description)
+	status := e.Status
+	add("Status", status)
+	if !e.StartedAt.IsZero() {
+		s := e.StartedAt.Local().Format("2006-01-02 15:04:05")
+		if !e.EndedAt.IsZero() {
+			s += " to " + e.EndedAt.Local().Format("2006-01-02 15:04:05") + " (" + e.EndedAt.Sub(e.StartedAt).Round(time.Second).String() + ")"
+		}
+		add("Time", s)
+	}
+	add("Workload", p.Workload)
+	if p.Metric != "" {
+		add("Throughput metric", metricUnit(p.Metric))
+	}
+	if p.XAxis != "" {
+		xs := make([]string, len(p.XValues))
+		for i, x := range p.XValues {
+			xs[i] = fmtX(x)
+		}
+		add("X axis", p.XAxis+": "+strings.Join(xs, ", "))
+	}
+	for _, dim := range p.Dimensions {
+		if dim.XAxis {
+			continue
+		}
+		add("Matrix: "+dim.Name, strings.Join(dim.Values, ", ")+" ("+dim.Kind+")")
+	}
+	if n := len(p.Configs); n > 0 {
+		add("Configurations", strconv.Itoa(n))
+	}
+	add("Baseline", p.Baseline)
+	if p.Repetitions > 0 {
+		add("Repetitions", strconv.Itoa(p.Repetitions)+" per configuration and x value")
+	}
+	if p.WarmupRuns > 0 {
+		add("Warm-up runs", strconv.Itoa(p.WarmupRuns)+" per block (not counted)")
+	}
+	order := p.Order
+	if p.Seed != nil {
+		order += ", seed " + strconv.FormatInt(*p.Seed, 10)
+	}
+	add("Order", order)
+	reset := p.Reset
+	if p.ResetEvery != "" && reset != "none" {
+		reset += ", every " + p.ResetEvery
+	}
+	add("Reset", reset)
+	if p.CooldownS > 0 {
+		add("Cool-down", (time.Duration(p.CooldownS * float64(time.Second))).String())
+	}
+	target := p.Target
+	if p.Database != "" {
+		target += ", database " + p.Database
+	}
+	add("Target", target)
+	if len(p.BaseSettings) > 0 {
+		var ss []string
+		for _, s := range p.BaseSettings {
+			ss = append(ss, s.Name+"="+s.Value)
+		}
+		add("Base settings", strings.Join(ss, " "))
+	}
+	var stored, counted, warm, bad, missing int
+	for _, l := range d.Links {
+		if l.RunID == 0 {
+			missing++
+			continue
+		}
+		stored++
+	}
+	for _, rd := range d.Runs {
+		switch {
+		case rd.Counted:
+			counted++
+		case rd.Link != nil && rd.Link.Warmup:
+			warm++
+		default:
+			bad++
+		}
+	}
+	planned := len(p.Runs)
+	if planned == 0 {
+		planned = len(d.Links)
+	}
+	runs := fmt.Sprintf("%d planned, %d stored: %d counted, %d warm-up", planned, stored, counted, warm)
+	if bad > 0 {
+		runs += fmt.Sprintf(", %d not counted (interrupted, failed or incomplete)", bad)
+	}
+	if missing > 0 {
+		runs += fmt.Sprintf(", %d without results", missing)
+	}
+	if rest := planned - len(d.Links); rest > 0 {
+		runs += fmt.Sprintf(", %d not run yet", rest)
+	}
+	add("Runs", runs)
+	if p.Estimate.TotalS > 0 {
+		add("Planned time", (time.Duration(p.Estimate.TotalS) * time.Second).String())
+	}
+	return v
+}
+
+func selectionView(d *dataset) []kv {
+	var rows []kv
+	rows = append(rows, kv{"Runs", idList(runIDs(d.Runs))})
+	wl := map[string]bool{}
+	var names []string
+	var first, last time.Time
+	exps := map[string]bool{}
+	for _, rd := range d.Runs {
+		n := rd.Run.Workload
+		if rd.Run.Variant != "" {
+			n += " " + rd.Run.Variant
+		}
+		if !wl[n] {
+			wl[n] = true
+			names = append(names, n)
+		}
+		if t := rd.Run.StartedAt; !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+		if t := rd.Run.EndedAt; t.After(last) {
+			last = t
+		}
+		if rd.Run.Experiment != "" {
+			exps[rd.Run.Experiment] = true
+		}
+	}
+	rows = append(rows, kv{"Workloads", strings.Join(names, ", ")})
+	if !first.IsZero() {
+		rows = append(rows, kv{"Time", first.Local().Format("2006-01-02 15:04:05") + " to " + last.Local().Format("2006-01-02 15:04:05")})
+	}
+	if len(exps) > 0 {
+		var es []string
+		for e := range exps {
+			es = append(es, e)
+		}
+		sort.Strings(es)
+		rows = append(rows, kv{"From experiments", strings.Join(es, ", ")})
+	}
+	rows = append(rows, kv{"Configurations", "runs outside an experiment are grouped by workload, script or mode, and the settings applied with --set"})
+	return rows
+}
+
+func runIDs(rs []*runData) []int64 {
+	out := make([]int64, len(rs))
+	for i, rd := range rs {
+		out[i] = rd.Run.ID
+	}
+	return out
+}
+
+// idList formats run ids compactly: "1-4, 7, 9".
+func idList(ids []int64) string {
+	s := append([]int64(nil), ids...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var parts []string
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] == s[j]+1 {
+			j++
+		}
+		switch {
+		case j == i:
+			parts = append(parts, strconv.FormatInt(s[i], 10))
+		case j == i+1:
+			parts = append(parts, strconv.FormatInt(s[i], 10), strconv.FormatInt(s[j], 10))
+		default:
+			parts = append(parts, strconv.FormatInt(s[i], 10)+"-"+strconv.FormatInt(s[j], 10))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// fmtNum formats a throughput-like number: thousands grouped, one decimal
+// under 1000, none above; "-" for NaN.
+func fmtNum(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	if math.Abs(v) < 1000 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// fmtMs formats milliseconds with three significant decimals.
+func fmtMs(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+func fmtRatio(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+func fmtCI(r RatioCI) string {
+	if !r.HasCI {
+		return "-"
+	}
+	return "[" + fmtRatio(r.Lo) + ", " + fmtRatio(r.Hi) + "]"
+}
+
+func cssColor(i int) string {
+	c := colorOf(i)
+	return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
+}

@@ -1,0 +1,401 @@
+package report
+
+import (
+	"html/template"
+	"math"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// seriesDef is one stored series drawn in a chart, with its legend name.
+type seriesDef struct{ name, label string }
+
+// runChartDef describes one per-run time-series chart.
+type runChartDef struct {
+	Title  string
+	YLabel string
+	Scale  float64 // values are multiplied by this (e.g. bytes -> MB)
+	// Stacked draws the series as stacked areas (parts of a whole).
+	Stacked bool
+	Series  []seriesDef
+	// Prefix selects every series whose name starts with it (wait events);
+	// the legend shows the rest of the name. At most MaxLayers are drawn,
+	// the largest by mean, the others summed as "other".
+	Prefix    string
+	MaxLayers int
+	// OmitIfZero leaves the chart out when every value is zero.
+	OmitIfZero bool
+	// LogWhenWide switches the y axis to a log scale when the highest value
+	// is more than 30 times the lowest positive one (a latency max that
+	// would flatten the percentiles).
+	LogWhenWide bool
+}
+
+const (
+	mb  = 1e-6
+	gib = 1.0 / (1 << 30)
+)
+
+// runChartDefs are the per-run charts after the throughput chart, in the
+// order they appear. Series names are the samplers' (docs/report.md).
+var runChartDefs = []runChartDef{
+	{Title: "Latency per second", YLabel: "latency (ms)", Scale: 1, LogWhenWide: true, Series: []seriesDef{
+		{"latency_p50_ms", "p50"}, {"latency_p95_ms", "p95"}, {"latency_p99_ms", "p99"}, {"latency_max_ms", "max"}}},
+	{Title: "Errors per second", YLabel: "errors per second", Scale: 1, OmitIfZero: true, Series: []seriesDef{
+		{"errors", "errors per second"}}},
+	{Title: "CPU (whole machine)", YLabel: "% of all CPUs", Scale: 1, Stacked: true, Series: []seriesDef{
+		{"sys.cpu_user_pct", "user"}, {"sys.cpu_system_pct", "system"}, {"sys.cpu_iowait_pct", "iowait"}, {"sys.cpu_steal_pct", "steal"}}},
+	{Title: "Process CPU", YLabel: "% of one CPU", Scale: 1, Series: []seriesDef{
+		{"pg.proc_cpu_pct", "PostgreSQL processes"}, {"driver.cpu_pct", "tunebench driver"}}},
+	{Title: "Wait events (sampled pg_stat_activity)", YLabel: "average active sessions", Scale: 1, Stacked: true, Prefix: "wait.", MaxLayers: 8},
+	{Title: "Disk throughput (data directory device)", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
+		{"disk.read_bytes_s", "device read"}, {"disk.write_bytes_s", "device write"},
+		{"pg.proc_read_bytes_s", "PostgreSQL read"}, {"pg.proc_write_bytes_s", "PostgreSQL write"}}},
+	{Title: "Disk IOPS", YLabel: "I/O per second", Scale: 1, Series: []seriesDef{
+		{"disk.read_iops", "read"}, {"disk.write_iops", "write"}}},
+	{Title: "Disk await", YLabel: "ms", Scale: 1, Series: []seriesDef{
+		{"disk.await_ms", "all"}, {"disk.read_await_ms", "read"}, {"disk.write_await_ms", "write"}}},
+	{Title: "Disk utilisation", YLabel: "% of time busy", Scale: 1, Series: []seriesDef{{"disk.util_pct", "busy"}}},
+	{Title: "WAL and temporary files", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
+		{"pg.wal_bytes_s", "WAL written"}, {"pg.temp_bytes_s", "temp files"}}},
+	{Title: "Buffers written", YLabel: "buffers per second", Scale: 1, Series: []seriesDef{
+		{"pg.buffers_checkpoint_s", "checkpointer"}, {"pg.buffers_clean_s", "background writer"}, {"pg.buffers_backend_s", "backends"}}},
+	{Title: "Database transactions", YLabel: "per second", Scale: 1, Series: []seriesDef{
+		{"pg.commits_s", "commits"}, {"pg.rollbacks_s", "rollbacks"}}},
+	{Title: "Buffer cache", YLabel: "blocks per second", Scale: 1, Series: []seriesDef{
+		{"pg.blks_hit_s", "hit"}, {"pg.blks_read_s", "read"}}},
+	{Title: "Memory", YLabel: "GiB", Scale: gib, Series: []seriesDef{
+		{"sys.mem_used_bytes", "used"}, {"sys.page_cache_bytes", "page cache"}, {"pg.proc_rss_bytes", "PostgreSQL RSS"}}},
+	{Title: "Network", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
+		{"net.rx_bytes_s", "received"}, {"net.tx_bytes_s", "sent"}, {"net.lo_bytes_s", "loopback"}}},
+	{Title: "Driver GC pauses", YLabel: "ms per second", Scale: 1, Series: []seriesDef{{"driver.gc_pause_ms", "GC pause"}}},
+}
+
+// namedChart is one rendered chart.
+type namedChart struct {
+	Title string
+	SVG   template.HTML
+}
+
+// runCharts is the time-series section of one run.
+type runCharts struct {
+	Run     *runData
+	Ref     string // the run in one line
+	Charts  []namedChart
+	Missing []string // charts left out for lack of data
+}
+
+// seriesMap groups a run's points by series name, in saved order.
+func seriesMap(rd *runData) map[string][]XY {
+	m := map[string][]XY{}
+	for _, p := range rd.Run.Series {
+		m[p.Series] = append(m[p.Series], XY{p.T, p.V})
+	}
+	return m
+}
+
+// checkpointTimes returns the times at which the cumulative checkpoint count
+// went up.
+func checkpointTimes(pts []XY) []float64 {
+	var out []float64
+	prev := math.NaN()
+	for _, p := range pts {
+		if math.IsNaN(p.Y) {
+			continue
+		}
+		if !math.IsNaN(prev) && p.Y > prev {
+			out = append(out, p.X)
+		}
+		prev = p.Y
+	}
+	return out
+}
+
+// buildRunCharts renders the time-series charts of one run.
+func buildRunCharts(rd *runData) (runCharts, error) {
+	rc := runCharts{Run: rd, Ref: rd.ref()}
+	sm := seriesMap(rd)
+
+	name, label, unit := "tps", "tps", "transactions per second"
+	if rd.Metric == "nopm" && len(sm["nopm"]) > 0 {
+		name, label, unit = "nopm", "NOPM", "NOPM (New-Orders per minute)"
+	}
+	title := "Throughput per second"
+	if svg, err := throughputSeriesChart(title, sm[name], label, unit, checkpointTimes(sm["pg.checkpoints"])); err != nil {
+		return rc, err
+	} else if svg != "" {
+		rc.Charts = append(rc.Charts, namedChart{title, svg})
+	} else {
+		rc.Missing = append(rc.Missing, title)
+	}
+
+	for _, def := range runChartDefs {
+		svg, err := seriesChart(def, sm)
+		if err != nil {
+			return rc, err
+		}
+		if svg == "" {
+			if !def.OmitIfZero {
+				rc.Missing = append(rc.Missing, def.Title)
+			}
+			continue
+		}
+		rc.Charts = append(rc.Charts, namedChart{def.Title, svg})
+	}
+	return rc, nil
+}
+
+// throughputSeriesChart draws throughput per second with a dashed vertical
+// line at every checkpoint.
+func throughputSeriesChart(title string, pts []XY, label, unit string, checkpoints []float64) (template.HTML, error) {
+	pts = Downsample(pts, maxPts)
+	if len(pts) == 0 {
+		return "", nil
+	}
+	p := newPlot(title, "seconds since measurement start", unit, 9)
+	line, err := styledLine(toXYs(pts, 1), 0, 1.3)
+	if err != nil {
+		return "", err
+	}
+	p.Add(line)
+	items := []legendItem{{label, []plot.Thumbnailer{line}}}
+	zeroBased(p)
+	fromZero(p)
+	top := p.Y.Max
+	if len(checkpoints) > 0 {
+		var first *plotter.Line
+		for _, t := range checkpoints {
+			l, err := plotter.NewLine(plotter.XYs{{X: t, Y: 0}, {X: t, Y: top}})
+			if err != nil {
+				return "", err
+			}
+			l.Color = colorOf(3)
+			l.Width = vg.Points(1)
+			l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+			p.Add(l)
+			if first == nil {
+				first = l
+			}
+		}
+		items = append(items, legendItem{"checkpoint", []plot.Thumbnailer{first}})
+	}
+	return render(p, items, smallW, smallH, title)
+}
+
+func toXYs(pts []XY, scale float64) plotter.XYs {
+	out := make(plotter.XYs, len(pts))
+	for i, p := range pts {
+		out[i] = plotter.XY{X: p.X, Y: p.Y * scale}
+	}
+	return out
+}
+
+// seriesChart draws one chart definition; "" when none of its series has
+// data (or, with OmitIfZero, when all its values are zero).
+func seriesChart(def runChartDef, sm map[string][]XY) (template.HTML, error) {
+	defs := def.Series
+	if def.Prefix != "" {
+		defs = prefixLayers(sm, def.Prefix, def.MaxLayers)
+	}
+	type layer struct {
+		label string
+		pts   []XY
+	}
+	var layers []layer
+	nonzero := false
+	for _, sd := range defs {
+		pts := sm[sd.name]
+		if sd.name == "" { // the "other" layer of a prefix chart
+			pts = sumOthers(sm, def.Prefix, defs)
+		}
+		var keep []XY
+		for _, p := range pts {
+			if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
+				keep = append(keep, p)
+				if p.Y != 0 {
+					nonzero = true
+				}
+			}
+		}
+		if len(keep) > 0 {
+			layers = append(layers, layer{sd.label, keep})
+		}
+	}
+	if len(layers) == 0 || (def.OmitIfZero && !nonzero) {
+		return "", nil
+	}
+	p := newPlot(def.Title, "seconds since measurement start", def.YLabel, 9)
+	var items []legendItem
+	if def.Stacked {
+		// Align the layers on the union of their times, then average down to
+		// maxPts and stack.
+		tset := map[float64]bool{}
+		for _, l := range layers {
+			for _, pt := range l.pts {
+				tset[pt.X] = true
+			}
+		}
+		ts := make([]float64, 0, len(tset))
+		for t := range tset {
+			ts = append(ts, t)
+		}
+		sort.Float64s(ts)
+		cum := make([]XY, len(ts))
+		for i, t := range ts {
+			cum[i] = XY{t, 0}
+		}
+		cumDown := DownsampleMean(cum, maxPts)
+		for i, l := range layers {
+			vals := map[float64]float64{}
+			for _, pt := range l.pts {
+				vals[pt.X] = pt.Y * def.Scale
+			}
+			// A layer without a sample at some time (series reduced
+			// separately, or a late sampler) carries its last value.
+			full := make([]XY, len(ts))
+			last := 0.0
+			for j, t := range ts {
+				if v, ok := vals[t]; ok {
+					last = v
+				}
+				full[j] = XY{t, last}
+			}
+			down := DownsampleMean(full, maxPts)
+			poly := make(plotter.XYs, 0, 2*len(down))
+			for j, pt := range down {
+				poly = append(poly, plotter.XY{X: pt.X, Y: cumDown[j].Y + pt.Y})
+			}
+			for j := len(down) - 1; j >= 0; j-- {
+				poly = append(poly, plotter.XY{X: down[j].X, Y: cumDown[j].Y})
+			}
+			for j, pt := range down {
+				cumDown[j].Y += pt.Y
+			}
+			pg, err := plotter.NewPolygon(poly)
+			if err != nil {
+				return "", err
+			}
+			pg.Color = withAlpha(colorOf(i), 0xb0)
+			pg.LineStyle.Width = vg.Points(0.5)
+			pg.LineStyle.Color = colorOf(i)
+			p.Add(pg)
+			items = append(items, legendItem{l.label, []plot.Thumbnailer{pg}})
+		}
+	} else {
+		logY := false
+		if def.LogWhenWide {
+			lo, hi := math.Inf(1), 0.0
+			for _, l := range layers {
+				for _, pt := range l.pts {
+					if v := pt.Y * def.Scale; v > 0 {
+						lo, hi = math.Min(lo, v), math.Max(hi, v)
+					}
+				}
+			}
+			logY = hi > 30*lo
+		}
+		for i, l := range layers {
+			pts := l.pts
+			if logY { // a log axis cannot show zero: those seconds are gaps
+				pts = make([]XY, 0, len(l.pts))
+				for _, pt := range l.pts {
+					if pt.Y*def.Scale > 0 {
+						pts = append(pts, pt)
+					}
+				}
+				if len(pts) == 0 {
+					continue
+				}
+			}
+			line, err := styledLine(toXYs(Downsample(pts, maxPts), def.Scale), i, 1.2)
+			if err != nil {
+				return "", err
+			}
+			p.Add(line)
+			items = append(items, legendItem{l.label, []plot.Thumbnailer{line}})
+		}
+		if len(items) == 0 {
+			return "", nil
+		}
+		if logY {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+			p.Y.Label.Text = def.YLabel + ", log scale"
+			fromZero(p)
+			return render(p, items, smallW, smallH, def.Title)
+		}
+	}
+	zeroBased(p)
+	fromZero(p)
+	return render(p, items, smallW, smallH, def.Title)
+}
+
+// prefixLayers picks the series starting with prefix, largest mean first;
+// beyond maxLayers-1 of them the rest become one "other" layer (name "").
+func prefixLayers(sm map[string][]XY, prefix string, maxLayers int) []seriesDef {
+	type cand struct {
+		name string
+		mean float64
+	}
+	var cs []cand
+	for name, pts := range sm {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		var sum float64
+		var n int
+		for _, p := range pts {
+			if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
+				sum += p.Y
+				n++
+			}
+		}
+		if n > 0 && sum > 0 {
+			cs = append(cs, cand{name, sum / float64(n)})
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].mean != cs[j].mean {
+			return cs[i].mean > cs[j].mean
+		}
+		return cs[i].name < cs[j].name
+	})
+	var out []seriesDef
+	for i, c := range cs {
+		if maxLayers > 0 && len(cs) > maxLayers && i == maxLayers-1 {
+			out = append(out, seriesDef{"", "other"})
+			break
+		}
+		out = append(out, seriesDef{c.name, strings.TrimPrefix(c.name, prefix)})
+	}
+	return out
+}
+
+// sumOthers adds up, per time, the prefix series not named in defs.
+func sumOthers(sm map[string][]XY, prefix string, defs []seriesDef) []XY {
+	named := map[string]bool{}
+	for _, d := range defs {
+		named[d.name] = true
+	}
+	sum := map[float64]float64{}
+	for name, pts := range sm {
+		if !strings.HasPrefix(name, prefix) || named[name] {
+			continue
+		}
+		for _, p := range pts {
+			if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
+				sum[p.X] += p.Y
+			}
+		}
+	}
+	out := make([]XY, 0, len(sum))
+	for t, v := range sum {
+		out = append(out, XY{t, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].X < out[j].X })
+	return out
+}
