@@ -1,0 +1,649 @@
+package experiment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PlanVersion is the version of the plan JSON (docs/experiments.md).
+const PlanVersion = 1
+
+// DefaultLabel is the label of the only configuration of a matrix that has
+// nothing but the x axis.
+const DefaultLabel = "default"
+
+// Plan is an expanded experiment: its configurations and every run in
+// execution order. It is stored as JSON with the experiment.
+type Plan struct {
+	Version      int       `json:"version"`
+	Name         string    `json:"name"`
+	Description  string    `json:"description,omitempty"`
+	Workload     string    `json:"workload"`
+	Metric       string    `json:"metric"`
+	XAxis        string    `json:"x_axis"`
+	XValues      []float64 `json:"x_values"`
+	Seed         int64     `json:"seed"`
+	Order        string    `json:"order"`
+	Reset        string    `json:"reset"`
+	ResetEvery   string    `json:"reset_every,omitempty"`
+	Repetitions  int       `json:"repetitions"`
+	WarmupRuns   int       `json:"warmup_runs"`
+	CooldownS    float64   `json:"cooldown_s"`
+	TargetKind   string    `json:"target"` // "managed" or "dsn"
+	Database     string    `json:"database"`
+	BaseSettings []Setting `json:"base_settings,omitempty"`
+	Dimensions   []PlanDim `json:"dimensions"`
+	Baseline     string    `json:"baseline"` // label of the baseline configuration
+	Configs      []Config  `json:"configurations"`
+	Runs         []Run     `json:"runs"`
+	Estimate     Estimate  `json:"estimate"`
+	Fingerprint  string    `json:"fingerprint"`
+
+	// Not stored: what a freshly built plan knows besides.
+	workload  *Workload
+	spec      *Spec
+	costs     Costs
+	xOpt      *Option
+	loadNames []string
+}
+
+// PlanDim is a matrix dimension as stored in the plan.
+type PlanDim struct {
+	Name   string   `json:"name"`
+	Kind   string   `json:"kind"` // "setting", "option" or "data_dir"
+	Values []string `json:"values"`
+	XAxis  bool     `json:"x_axis,omitempty"`
+}
+
+// Config is one configuration: a combination of matrix values, the x axis
+// excepted.
+type Config struct {
+	Index    int       `json:"index"`
+	Label    string    `json:"label"`
+	Values   []KV      `json:"values"`   // matrix values except the x axis, in matrix order
+	Settings []Setting `json:"settings"` // matrix settings of this configuration
+	DataDir  string    `json:"data_dir,omitempty"`
+	Load     Options   `json:"load"`    // load options (defaults included)
+	Options  Options   `json:"options"` // run options without the x axis (defaults included)
+	Baseline bool      `json:"baseline,omitempty"`
+}
+
+// Run is one planned run.
+type Run struct {
+	Index      int     `json:"index"` // position in execution order (store: plan_index)
+	Config     int     `json:"config"`
+	Label      string  `json:"label"`
+	X          float64 `json:"x"`
+	Repetition int     `json:"repetition"` // 1-based; warm-up runs count separately
+	Warmup     bool    `json:"warmup,omitempty"`
+	Block      int     `json:"block"` // runs of one block share one application of settings
+	Seed       int64   `json:"seed"`
+}
+
+// NewPlan expands a spec into configurations and runs in execution order.
+// seed orders the runs when the spec has none (the caller picks one, e.g.
+// from the clock, and it is stored in the plan).
+func NewPlan(s *Spec, seed int64) (*Plan, error) {
+	if s.SeedSet {
+		seed = s.Seed
+	}
+	w := s.Workload
+	p := &Plan{
+		Version: PlanVersion, Name: s.Name, Description: s.Description, Workload: w.Name, Metric: w.Metric,
+		XAxis: s.XAxis, Seed: seed, Order: s.Order, Reset: s.Reset, ResetEvery: s.ResetEvery,
+		Repetitions: s.Repetitions, WarmupRuns: s.WarmupRuns, CooldownS: s.Cooldown.Seconds(),
+		Database: s.Target.Database, BaseSettings: s.Target.Settings,
+		workload: w, spec: s, costs: DefaultCosts(),
+	}
+	p.TargetKind = "managed"
+	if s.Target.Managed == nil {
+		p.TargetKind = "dsn"
+	}
+	pr := &problems{file: s.File}
+
+	// The x axis values: from the matrix, else the single value of the
+	// options, else the option's default.
+	var xVals []string
+	if s.XAxis != "" {
+		p.xOpt, _ = w.Option(s.XAxis)
+		switch {
+		case s.dim(s.XAxis) != nil:
+			xVals = s.dim(s.XAxis).Values
+		case s.Options.Has(s.XAxis):
+			xVals = []string{s.Options[s.XAxis]}
+		case p.xOpt.Default != "":
+			xVals = []string{p.xOpt.Default}
+		default:
+			xVals = []string{"0"}
+		}
+		for _, v := range xVals {
+			f, _ := parseFloat(v)
+			p.XValues = append(p.XValues, f)
+		}
+	} else {
+		p.XValues = []float64{0}
+		xVals = []string{"0"}
+	}
+	for _, o := range w.Options {
+		if o.Load {
+			p.loadNames = append(p.loadNames, o.Name)
+		}
+	}
+
+	// Dimensions and the cartesian product of the non-x ones.
+	var dims []Dimension
+	for _, d := range s.Matrix {
+		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir"}[d.Kind]
+		p.Dimensions = append(p.Dimensions, PlanDim{Name: d.Name, Kind: kind, Values: d.Values, XAxis: d.Name == s.XAxis && d.Kind == DimOption})
+		if d.Kind == DimOption && d.Name == s.XAxis {
+			continue
+		}
+		dims = append(dims, d)
+	}
+	if p.TargetKind == "dsn" {
+		for _, d := range dims {
+			if d.Kind == DimSetting && needsRestart(d.Name) {
+				pr.addLine(d.Line, "%s needs a server restart to change, which tunebench does only for a managed target (target.managed)", d.Name)
+			}
+		}
+		for _, set := range s.Target.Settings {
+			if needsRestart(set.Name) {
+				pr.addLine(0, "target.settings: %s needs a server restart, which tunebench does only for a managed target; set it on the server yourself", set.Name)
+			}
+		}
+	}
+	combos := [][]string{{}}
+	for _, d := range dims {
+		var next [][]string
+		for _, c := range combos {
+			for _, v := range d.Values {
+				next = append(next, append(append([]string{}, c...), v))
+			}
+		}
+		combos = next
+	}
+	if len(combos)*len(xVals)*(s.Repetitions+s.WarmupRuns) > 100_000 {
+		pr.addLine(0, "the matrix expands to %d runs; that is more than 100000", len(combos)*len(xVals)*(s.Repetitions+s.WarmupRuns))
+		return nil, pr.err()
+	}
+
+	checkMsgs := map[string]bool{}
+	for ci, combo := range combos {
+		c := Config{Index: ci, Load: Options{}, Options: Options{}}
+		if s.Target.Managed != nil {
+			c.DataDir = s.Target.Managed.Dir
+		}
+		for _, o := range w.Options {
+			if o.Name == s.XAxis {
+				continue
+			}
+			val, ok := o.Default, o.Default != ""
+			if v, set := s.Options[o.Name]; set {
+				val, ok = v, true
+			}
+			if ok {
+				if o.Load {
+					c.Load[o.Name] = val
+				} else {
+					c.Options[o.Name] = val
+				}
+			}
+		}
+		var labels []string
+		for di, d := range dims {
+			v := combo[di]
+			c.Values = append(c.Values, KV{Name: d.Name, Value: v})
+			labels = append(labels, d.Name+"="+v)
+			switch d.Kind {
+			case DimSetting:
+				c.Settings = append(c.Settings, Setting{Name: d.Name, Value: v})
+			case DimDataDir:
+				c.DataDir = v
+			case DimOption:
+				if opt, _ := w.Option(d.Name); opt.Load {
+					c.Load[d.Name] = v
+				} else {
+					c.Options[d.Name] = v
+				}
+			}
+		}
+		c.Label = strings.Join(labels, " ")
+		if c.Label == "" {
+			c.Label = DefaultLabel
+		}
+		if w.Check != nil {
+			for _, xv := range xVals {
+				all := c.Options.Clone()
+				for k, v := range c.Load {
+					all[k] = v
+				}
+				if s.XAxis != "" {
+					all[s.XAxis] = xv
+				}
+				if err := w.Check(all); err != nil {
+					msg := err.Error()
+					if len(combos) > 1 {
+						msg = "configuration " + c.Label + ": " + msg
+					}
+					if !checkMsgs[msg] {
+						checkMsgs[msg] = true
+						pr.addLine(s.workloadLine, "%s", msg)
+					}
+				}
+			}
+		}
+		p.Configs = append(p.Configs, c)
+	}
+
+	// The baseline: the configuration that matches every baseline pair.
+	bi := 0
+	if len(s.Baseline) > 0 {
+		var matches []int
+		for _, c := range p.Configs {
+			if c.matches(s.Baseline) {
+				matches = append(matches, c.Index)
+			}
+		}
+		switch len(matches) {
+		case 0:
+			pr.addLine(s.baselineLine, "baseline matches no configuration")
+		case 1:
+			bi = matches[0]
+		default:
+			var names []string
+			for _, d := range dims {
+				found := false
+				for _, b := range s.Baseline {
+					found = found || b.Name == d.Name
+				}
+				if !found {
+					names = append(names, d.Name)
+				}
+			}
+			pr.addLine(s.baselineLine, "baseline matches %d configurations; add %s to pick one", len(matches), strings.Join(names, ", "))
+		}
+	}
+	if !pr.empty() {
+		return nil, pr.err()
+	}
+	p.Configs[bi].Baseline = true
+	p.Baseline = p.Configs[bi].Label
+
+	p.order(xVals)
+	p.Estimate = p.EstimateFor(nil)
+	p.Fingerprint = p.fingerprint()
+	return p, nil
+}
+
+func (s *Spec) dim(name string) *Dimension {
+	for i := range s.Matrix {
+		if s.Matrix[i].Name == name && s.Matrix[i].Kind == DimOption {
+			return &s.Matrix[i]
+		}
+	}
+	return nil
+}
+
+func (c *Config) matches(kvs []KV) bool {
+	for _, kv := range kvs {
+		found := false
+		for _, v := range c.Values {
+			if v.Name == kv.Name && v.Value == kv.Value {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// loadKey identifies the data a configuration needs loaded.
+func (p *Plan) loadKey(c *Config) string {
+	return c.DataDir + "\x00" + c.Load.text(p.loadNames)
+}
+
+// restartKey is the values of the settings that need a restart.
+func (p *Plan) restartKey(c *Config) string {
+	var parts []string
+	for _, s := range c.Settings {
+		if needsRestart(s.Name) {
+			parts = append(parts, s.Name+"="+s.Value)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// order lays the runs out in execution order.
+//
+// Whatever the order, runs are grouped by data directory (one server at a
+// time) and then by loaded data (one load each), because both are expensive.
+// Within a load group:
+//   - sequential: configurations in matrix order, then x values ascending,
+//     the repetitions of one x value back to back;
+//   - random (default): configurations are grouped by the values of their
+//     settings that need a restart (shared_buffers, ...); the groups are
+//     shuffled and the configurations within each group too, so a restart
+//     happens only when such a value changes; the runs of a configuration
+//     (x values x repetitions) are shuffled;
+//   - rounds: like random, but each repetition is a round over every
+//     configuration in a new shuffled order (drift is spread over all
+//     configurations, at the cost of applying settings again every round).
+//
+// Warm-up runs open every block (one application of a configuration's
+// settings), at the block's largest x value.
+func (p *Plan) order(xVals []string) {
+	rng := newRNG(p.Seed)
+	shuffle := p.Order != OrderSequential
+
+	// Group configurations: data dir -> load key -> restart key -> configs.
+	type group struct {
+		key   string
+		items []int
+	}
+	var dirs []*group
+	find := func(gs *[]*group, key string) *group {
+		for _, g := range *gs {
+			if g.key == key {
+				return g
+			}
+		}
+		g := &group{key: key}
+		*gs = append(*gs, g)
+		return g
+	}
+	for i := range p.Configs {
+		g := find(&dirs, p.Configs[i].DataDir)
+		g.items = append(g.items, i)
+	}
+	if shuffle {
+		rng.shuffle(len(dirs), func(i, j int) { dirs[i], dirs[j] = dirs[j], dirs[i] })
+	}
+	xs := make([]int, len(xVals))
+	for i := range xs {
+		xs[i] = i
+	}
+	sort.SliceStable(xs, func(a, b int) bool { return p.XValues[xs[a]] < p.XValues[xs[b]] })
+	maxX := p.XValues[xs[len(xs)-1]]
+
+	block := 0
+	emitBlock := func(ci int, pairs [][2]int) { // pairs of (x index, repetition)
+		c := &p.Configs[ci]
+		for w := 1; w <= p.WarmupRuns; w++ {
+			p.Runs = append(p.Runs, Run{Config: ci, Label: c.Label, X: maxX, Repetition: w, Warmup: true, Block: block})
+		}
+		for _, pr := range pairs {
+			p.Runs = append(p.Runs, Run{Config: ci, Label: c.Label, X: p.XValues[pr[0]], Repetition: pr[1], Block: block})
+		}
+		block++
+	}
+	for _, d := range dirs {
+		var loads []*group
+		for _, ci := range d.items {
+			k := p.loadKey(&p.Configs[ci])
+			g := find(&loads, k)
+			g.items = append(g.items, ci)
+		}
+		if shuffle {
+			rng.shuffle(len(loads), func(i, j int) { loads[i], loads[j] = loads[j], loads[i] })
+		}
+		for _, l := range loads {
+			// Configurations in the order they run, per round.
+			arrange := func() []int {
+				if !shuffle {
+					return append([]int{}, l.items...)
+				}
+				var rgs []*group
+				for _, ci := range l.items {
+					g := find(&rgs, p.restartKey(&p.Configs[ci]))
+					g.items = append(g.items, ci)
+				}
+				rng.shuffle(len(rgs), func(i, j int) { rgs[i], rgs[j] = rgs[j], rgs[i] })
+				var out []int
+				for _, g := range rgs {
+					items := append([]int{}, g.items...)
+					rng.shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+					out = append(out, items...)
+				}
+				return out
+			}
+			if p.Order == OrderRounds {
+				for rep := 1; rep <= p.Repetitions; rep++ {
+					for _, ci := range arrange() {
+						var pairs [][2]int
+						for _, xi := range xs {
+							pairs = append(pairs, [2]int{xi, rep})
+						}
+						rng.shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
+						emitBlock(ci, pairs)
+					}
+				}
+				continue
+			}
+			for _, ci := range arrange() {
+				var pairs [][2]int
+				for _, xi := range xs {
+					for rep := 1; rep <= p.Repetitions; rep++ {
+						pairs = append(pairs, [2]int{xi, rep})
+					}
+				}
+				if shuffle {
+					rng.shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
+				}
+				emitBlock(ci, pairs)
+			}
+		}
+	}
+	for i := range p.Runs {
+		p.Runs[i].Index = i
+		p.Runs[i].Seed = runSeed(p.Seed, i)
+	}
+}
+
+// RunOptions returns the full run options of run i: the configuration's
+// options with the x axis value.
+func (p *Plan) RunOptions(i int) Options {
+	r := p.Runs[i]
+	o := p.Configs[r.Config].Options.Clone()
+	if p.XAxis != "" {
+		o[p.XAxis] = p.FormatX(r.X)
+	}
+	return o
+}
+
+// FormatX renders an x value as option text.
+func (p *Plan) FormatX(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+		return strconv.FormatInt(int64(x), 10)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+// Counted returns the number of counted (not warm-up) runs.
+func (p *Plan) Counted() int {
+	n := 0
+	for _, r := range p.Runs {
+		if !r.Warmup {
+			n++
+		}
+	}
+	return n
+}
+
+// Spec returns the spec the plan was built from (nil for a decoded plan).
+func (p *Plan) Spec() *Spec { return p.spec }
+
+// WorkloadSpec returns the workload description (nil for a decoded plan).
+func (p *Plan) WorkloadSpec() *Workload { return p.workload }
+
+// SetCosts replaces the cost model used for estimates.
+func (p *Plan) SetCosts(c Costs) {
+	p.costs = c
+	p.Estimate = p.EstimateFor(nil)
+}
+
+// JSON encodes the plan.
+func (p *Plan) JSON() ([]byte, error) { return json.Marshal(p) }
+
+// DecodePlan reads a stored plan.
+func DecodePlan(b []byte) (*Plan, error) {
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("stored plan is not valid: %w", err)
+	}
+	if p.Version != PlanVersion {
+		return nil, fmt.Errorf("stored plan has version %d, this tunebench reads version %d", p.Version, PlanVersion)
+	}
+	return &p, nil
+}
+
+// fingerprint hashes what identifies the runs: a resumed experiment must
+// have the same one (descriptions, cool-down and estimates may change).
+func (p *Plan) fingerprint() string {
+	type runID struct {
+		C, Rep int
+		X      float64
+		W      bool
+		B      int
+		S      int64
+	}
+	id := struct {
+		W, X, Reset, Every, DB string
+		Base                   []Setting
+		Configs                []Config
+		Runs                   []runID
+	}{p.Workload, p.XAxis, p.Reset, p.ResetEvery, p.Database, p.BaseSettings, p.Configs, nil}
+	for _, r := range p.Runs {
+		id.Runs = append(id.Runs, runID{r.Config, r.Repetition, r.X, r.Warmup, r.Block, r.Seed})
+	}
+	b, _ := json.Marshal(id)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12])
+}
+
+// Differences describes how plan q differs from p in what identifies the
+// runs (for a resume refused because the file changed); empty when none.
+func (p *Plan) Differences(q *Plan) []string {
+	var out []string
+	if p.Workload != q.Workload {
+		out = append(out, fmt.Sprintf("workload %s, now %s", p.Workload, q.Workload))
+	}
+	if p.Reset != q.Reset || p.ResetEvery != q.ResetEvery {
+		out = append(out, fmt.Sprintf("reset %s/%s, now %s/%s", p.Reset, p.ResetEvery, q.Reset, q.ResetEvery))
+	}
+	if p.Database != q.Database {
+		out = append(out, fmt.Sprintf("database %s, now %s", p.Database, q.Database))
+	}
+	if len(p.Configs) != len(q.Configs) {
+		out = append(out, fmt.Sprintf("%d configurations, now %d", len(p.Configs), len(q.Configs)))
+	} else {
+		for i := range p.Configs {
+			a, b := p.Configs[i], q.Configs[i]
+			if a.Label != b.Label || a.Load.text(sortedKeys(a.Load)) != b.Load.text(sortedKeys(b.Load)) ||
+				a.Options.text(sortedKeys(a.Options)) != b.Options.text(sortedKeys(b.Options)) {
+				out = append(out, fmt.Sprintf("configuration %d: %s %s %s, now %s %s %s", i+1,
+					a.Label, a.Load.text(sortedKeys(a.Load)), a.Options.text(sortedKeys(a.Options)),
+					b.Label, b.Load.text(sortedKeys(b.Load)), b.Options.text(sortedKeys(b.Options))))
+			}
+		}
+	}
+	if len(p.Runs) != len(q.Runs) {
+		out = append(out, fmt.Sprintf("%d runs, now %d", len(p.Runs), len(q.Runs)))
+	} else if len(out) == 0 {
+		for i := range p.Runs {
+			a, b := p.Runs[i], q.Runs[i]
+			if a.Config != b.Config || a.X != b.X || a.Repetition != b.Repetition || a.Warmup != b.Warmup || a.Seed != b.Seed {
+				out = append(out, fmt.Sprintf("run %d: %s, now %s (the seed or the order changed?)", i+1, p.describeRun(i), q.describeRun(i)))
+				break
+			}
+		}
+	}
+	if len(out) == 0 && p.Fingerprint != q.Fingerprint {
+		out = append(out, "the base settings or the blocks differ")
+	}
+	return out
+}
+
+func sortedKeys(o Options) []string {
+	out := make([]string, 0, len(o))
+	for k := range o {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// describeRun is "LABEL clients=4 rep 2" (or "warm-up 1").
+func (p *Plan) describeRun(i int) string {
+	r := p.Runs[i]
+	s := r.Label
+	if p.XAxis != "" {
+		s += " " + p.XAxis + "=" + p.FormatX(r.X)
+	}
+	if r.Warmup {
+		return s + fmt.Sprintf(" warm-up %d", r.Repetition)
+	}
+	return s + fmt.Sprintf(" rep %d", r.Repetition)
+}
+
+// DescribeRun is describeRun for callers.
+func (p *Plan) DescribeRun(i int) string { return p.describeRun(i) }
+
+// rng is a small deterministic generator (splitmix64): plans must come out
+// the same from the same file and seed on any Go version (resume depends on
+// it), so no library generator whose output may change is used.
+type rng struct{ state uint64 }
+
+func newRNG(seed int64) *rng { return &rng{state: uint64(seed) ^ 0x74756e6562656e63} }
+
+func (r *rng) next() uint64 {
+	r.state += 0x9e3779b97f4a7c15
+	z := r.state
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// intn returns a value in [0, n) (n > 0), without modulo bias.
+func (r *rng) intn(n int) int {
+	un := uint64(n)
+	limit := math.MaxUint64 - math.MaxUint64%un
+	for {
+		v := r.next()
+		if v < limit {
+			return int(v % un)
+		}
+	}
+}
+
+// shuffle is Fisher-Yates.
+func (r *rng) shuffle(n int, swap func(i, j int)) {
+	for i := n - 1; i > 0; i-- {
+		swap(i, r.intn(i+1))
+	}
+}
+
+// runSeed derives run i's workload seed from the experiment seed: stable,
+// distinct per run, never 0 (0 means "from the clock" to the runners).
+func runSeed(seed int64, i int) int64 {
+	r := newRNG(seed + int64(i)*0x5851f42d4c957f2d)
+	r.next()
+	v := int64(r.next() & math.MaxInt64)
+	if v == 0 {
+		v = 1
+	}
+	return v
+}
+
+// durationS renders seconds as a rounded duration.
+func durationS(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second)).Round(time.Second)
+}
