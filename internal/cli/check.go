@@ -12,6 +12,7 @@ func newCheckCmd(s *State) *cobra.Command {
 		Short: "Run a workload's consistency checks",
 	}
 	cmd.AddCommand(newCheckTPCBCmd(s))
+	cmd.AddCommand(newCheckTPCCCmd(s))
 	return cmd
 }
 

@@ -14,6 +14,7 @@ func newLoadCmd(s *State) *cobra.Command {
 		Short: "Build a workload's schema and data",
 	}
 	cmd.AddCommand(newLoadTPCBCmd(s))
+	cmd.AddCommand(newLoadTPCCCmd(s))
 	return cmd
 }
 

@@ -72,3 +72,39 @@ func human(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 }
+
+// updateFrac renders a load whose progress the caller weighs itself (tpcc:
+// rows while data is copied, then key and ANALYZE steps): frac in [0, 1],
+// what names the phase, eta < 0 means unknown. The rate is rows per second.
+func (b *loadBar) updateFrac(what string, rows int64, frac float64, elapsed, eta time.Duration, final bool) {
+	now := time.Now()
+	if !final && now.Sub(b.last) < b.every {
+		return
+	}
+	b.last = now
+	frac = max(0, min(frac, 1))
+	rate := 0.0
+	if elapsed > 0 {
+		rate = float64(rows) / elapsed.Seconds()
+	}
+	etaText := "-"
+	if eta >= 0 && !final {
+		etaText = eta.Round(time.Second).String()
+	}
+	const width = 30
+	filled := int(frac * width)
+	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
+	line := fmt.Sprintf("[%s] %5.1f%% %s rows, %s rows/s, %s elapsed, ETA %s  (%s)",
+		bar, 100*frac, human(float64(rows)), human(rate), elapsed.Round(100*time.Millisecond), etaText, what)
+	if b.s.StderrTTY {
+		b.s.eprintf("\r%-110s", line)
+		if final {
+			b.s.eprintf("\n")
+		}
+		return
+	}
+	if line != b.lastLine {
+		b.s.eprintf("%s\n", line)
+		b.lastLine = line
+	}
+}

@@ -2,31 +2,86 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tunebench/tunebench/internal/driver/pg"
 	"github.com/tunebench/tunebench/internal/errs"
-	"github.com/tunebench/tunebench/internal/server"
-	"github.com/tunebench/tunebench/internal/workload/tpcb"
+	"github.com/tunebench/tunebench/internal/report"
+	"github.com/tunebench/tunebench/internal/store"
 )
+
+// quickstartSpecs returns the two experiment files quickstart runs: a small
+// HammerDB-style TPC-C-like sweep (two shared_buffers configurations x 1, 2
+// and 4 virtual users) and the pgbench-style TPC-B-like pair (select-only and
+// tpcb-like at 1, 2 and 4 clients), both on one managed server.
+func quickstartSpecs(stamp, dir, pgBin, runAs string, warehouses, scale int, dur time.Duration) (tpccYAML, tpcbYAML string) {
+	managed := "{dir: " + strconv.Quote(dir)
+	if pgBin != "" {
+		managed += ", pg_bin: " + strconv.Quote(pgBin)
+	}
+	if runAs != "" {
+		managed += ", run_as: " + strconv.Quote(runAs)
+	}
+	managed += "}"
+	tpccYAML = fmt.Sprintf(`name: quickstart-tpcc-%s
+description: quickstart, TPC-C-like virtual users sweep x shared_buffers
+target:
+  managed: %s
+  settings: {max_wal_size: 4GB, checkpoint_timeout: 15min}
+workload:
+  name: tpcc
+  options: {warehouses: %d, mode: procs, rampup: 3s, duration: %s}
+matrix:
+  settings: {shared_buffers: [128MB, 1GB]}
+  vusers: [1, 2, 4]
+repetitions: 1
+seed: 1
+baseline: {shared_buffers: 128MB}
+`, stamp, managed, warehouses, dur)
+	tb := dur * 2 / 3
+	tpcbYAML = fmt.Sprintf(`name: quickstart-tpcb-%s
+description: quickstart, pgbench-compatible TPC-B-like scripts x clients
+target:
+  managed: %s
+  settings: {shared_buffers: 512MB, max_wal_size: 4GB}
+workload:
+  name: tpcb
+  options: {scale: %d, warmup: 2s, duration: %s}
+matrix:
+  script: [select-only, tpcb-like]
+  clients: [1, 2, 4]
+repetitions: 1
+seed: 1
+`, stamp, managed, scale, tb)
+	return tpccYAML, tpcbYAML
+}
 
 func newQuickstartCmd(s *State) *cobra.Command {
 	var rf resultsFlag
-	var dir, pgBin, runAs string
-	var scale int
-	var dur, warmup time.Duration
+	var dir, pgBin, runAs, out string
+	var scale, warehouses int
+	var dur time.Duration
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "quickstart",
-		Short: "The main job: a managed PostgreSQL, TPC-B-like load, select-only and tpcb-like at 1, 2, 4 clients",
-		Long: `Starts a managed PostgreSQL in a temporary directory, loads the TPC-B-like schema
-at a small scale, runs select-only and tpcb-like at 1, 2 and 4 clients (short runs
-with a warm-up), prints a summary table, stores every run in the results store,
-stops the server and says where the results are. A few minutes on 2 cores.`,
+		Short: "The main job: a managed PostgreSQL, a small TPC-C-like sweep and TPC-B-like runs, report.html",
+		Long: `Starts a managed PostgreSQL in a temporary directory and runs two small
+experiments on it (docs/experiments.md):
+  - TPC-C-like, 2 warehouses, procs mode: shared_buffers 128MB and 1GB x 1, 2 and 4
+    virtual users (3 s ramp-up, 12 s measured), the data reset from a template
+    before every run, consistency conditions checked after each;
+  - TPC-B-like (pgbench-compatible), scale 10: select-only and tpcb-like at 1, 2
+    and 4 clients.
+Samplers record CPU, disk, PostgreSQL statistics and wait events during every run.
+Everything goes into the results store; the HTML reports (report.html for the
+TPC-C-like sweep, report-tpcb.html for TPC-B-like) are written to --out. The
+server is stopped and its directory removed at the end. About four minutes on 2
+cores.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -35,90 +90,75 @@ stops the server and says where the results are. A few minutes on 2 cores.`,
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd, s, &rf)
+			if warehouses < 1 || scale < 1 || dur < time.Second {
+				return errs.Usage("give --warehouses and --scale of 1 or more and --duration of 1s or more", "invalid quickstart size")
+			}
+			outDir, err := filepath.Abs(out)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-
+			if err := os.MkdirAll(outDir, 0o755); err != nil {
+				return errs.Wrap(errs.KindUsage, err, "give --out a writable directory", "cannot create %s", outDir)
+			}
+			d, err := os.MkdirTemp("", "tunebench-quickstart-")
+			if err != nil {
+				return errs.Wrap(errs.KindEnvironment, err, "set TMPDIR to a writable directory", "cannot make a temporary directory")
+			}
+			// The server runs as an unprivileged user when we are root: it must enter the directory.
+			if err := os.Chmod(d, 0o755); err != nil {
+				return err
+			}
+			if !keep {
+				defer os.RemoveAll(d)
+			}
 			if dir == "" {
-				d, err := os.MkdirTemp("", "tunebench-quickstart-")
-				if err != nil {
-					return errs.Wrap(errs.KindEnvironment, err, "set TMPDIR to a writable directory or give --dir", "cannot make a temporary directory")
-				}
-				// The server runs as an unprivileged user when we are root: it must enter the directory.
-				if err := os.Chmod(d, 0o755); err != nil {
+				dir = filepath.Join(d, "server")
+			}
+			stamp := time.Now().UTC().Format("20060102-150405")
+			tpccYAML, tpcbYAML := quickstartSpecs(stamp, dir, pgBin, runAs, warehouses, scale, dur)
+			files := []struct{ name, text, report string }{
+				{"tpcc.yaml", tpccYAML, "report.html"},
+				{"tpcb.yaml", tpcbYAML, "report-tpcb.html"},
+			}
+			var firstErr error
+			var written []string
+			for i, f := range files {
+				path := filepath.Join(d, f.name)
+				if err := os.WriteFile(path, []byte(f.text), 0o644); err != nil {
 					return err
 				}
-				dir = filepath.Join(d, "server")
-				if !keep {
-					defer os.RemoveAll(d)
-				}
-			}
-			s.eprintf("== starting a managed PostgreSQL in %s\n", dir)
-			srv, err := server.Start(ctx, server.Options{Dir: dir, PGBin: pgBin, RunAs: runAs, Log: s.Stderr,
-				Settings: []server.Setting{{Name: "shared_buffers", Value: "512MB"}, {Name: "max_wal_size", Value: "4GB"}}})
-			if err != nil {
-				return err
-			}
-			s.Redactor.AddSecret(srv.Password())
-			defer func() {
-				if keep {
-					s.eprintf("== server left running: tunebench server stop --dir %s\n", dir)
-					return
-				}
-				sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				if err := srv.Stop(sctx, "fast"); err != nil {
-					s.eprintf("warning: stopping the server: %v\n", err)
-				}
-			}()
-			t, err := pg.ParseTarget(srv.DSN(), "", s.Redactor)
-			if err != nil {
-				return err
-			}
-
-			s.eprintf("== loading tpcb at scale %d\n", scale)
-			bar := newLoadBar(s)
-			lst, err := tpcb.Load(ctx, t.Connect, tpcb.LoadOptions{Scale: scale, Workers: runtime.NumCPU()}, func(p tpcb.LoadProgress) {
-				bar.update(p.Phase, p.Rows, p.TotalRows, p.Elapsed, p.Phase == "done")
-			})
-			if err != nil {
-				return err
-			}
-			s.eprintf("loaded %d rows in %.1f s\n", lst.Rows, lst.Total.Seconds())
-
-			var rows []summary
-			var firstErr error
-			for _, script := range []string{tpcb.ScriptSelectOnly, tpcb.ScriptTPCB} {
-				for _, clients := range []int{1, 2, 4} {
-					s.eprintf("== %s, %d clients, %s (+%s warm-up)\n", script, clients, dur, warmup)
-					p := tpcbParams{Script: script, Clients: clients, Duration: dur, Warmup: warmup, MaxTries: 1,
-						Distribution: "uniform", MaxErrorsPct: 1, Experiment: "quickstart"}
-					sum, err := runTPCB(ctx, s, t, srv, st, p, false)
-					if sum != nil {
-						rows = append(rows, *sum)
-						s.eprintf("   %.1f tps, p95 %.3f ms, errors %d (run %d)\n", sum.TPS, sum.LatencyMs.P95, sum.Errors, sum.RunID)
+				s.eprintf("\n== experiment %d of 2: %s\n", i+1, f.name)
+				err := runExperiment(cmd, s, &rf, path, false, false, 5*time.Second)
+				if err != nil {
+					if errs.KindOf(err) == errs.KindInterrupted || ctx.Err() != nil {
+						return err
 					}
-					if err != nil {
-						if errs.KindOf(err) == errs.KindInterrupted || ctx.Err() != nil {
-							printSummaryTable(s, rows)
-							return err
-						}
-						if firstErr == nil {
-							firstErr = err
-						}
+					s.eprintf("warning: %v\n", err)
+					if firstErr == nil {
+						firstErr = err
 					}
 				}
+				name := experimentName(f.text)
+				rp := filepath.Join(outDir, f.report)
+				if err := writeExperimentReport(context.WithoutCancel(ctx), cmd, s, &rf, name, rp); err != nil {
+					s.eprintf("warning: report for %s: %v\n", name, err)
+					if firstErr == nil {
+						firstErr = err
+					}
+					continue
+				}
+				written = append(written, rp)
+				printExperimentRunTable(context.WithoutCancel(ctx), cmd, s, &rf, name)
 			}
-			s.printf("\nTPC-B-like on PostgreSQL %s (managed, scale %d), %s per run after %s warm-up:\n\n", srv.Binaries().Version, scale, dur, warmup)
-			printSummaryTable(s, rows)
 			s.printf("\nall runs are stored in %s\n", storePath)
-			if len(rows) > 0 {
-				s.printf("see one:      tunebench results show %d\n", rows[len(rows)-1].RunID)
+			for _, w := range written {
+				s.printf("report:       %s\n", w)
 			}
-			s.printf("list them:    tunebench results list\n")
-			s.printf("export one:   tunebench results export ID --format csv\n")
+			s.printf("list them:    tunebench experiment list; tunebench results list\n")
+			s.printf("compare two:  tunebench compare RUN_A RUN_B\n")
+			if keep {
+				s.printf("kept:         %s (server stopped; start it with tunebench server start --dir %s)\n", d, dir)
+			}
 			s.printf("finished in %s\n", time.Since(start).Round(time.Second))
 			return firstErr
 		},
@@ -128,9 +168,73 @@ stops the server and says where the results are. A few minutes on 2 cores.`,
 	f.StringVar(&dir, "dir", "", "server directory (default: a temporary one, removed at the end)")
 	f.StringVar(&pgBin, "pg-bin", "", "directory with the PostgreSQL binaries")
 	f.StringVar(&runAs, "run-as", "", "OS user for PostgreSQL when running as root (default: postgres)")
+	f.IntVar(&warehouses, "warehouses", 2, "tpcc warehouses")
 	f.IntVar(&scale, "scale", 10, "tpcb scale factor")
-	f.DurationVar(&dur, "duration", 15*time.Second, "measured time per run")
-	f.DurationVar(&warmup, "warmup", 3*time.Second, "warm-up per run")
-	f.BoolVar(&keep, "keep", false, "leave the server running and its directory in place")
+	f.DurationVar(&dur, "duration", 12*time.Second, "measured time per TPC-C-like run (TPC-B-like runs get two thirds of it)")
+	f.StringVarP(&out, "out", "o", ".", "directory for report.html and report-tpcb.html")
+	f.BoolVar(&keep, "keep", false, "keep the temporary directory (experiment files, server data)")
 	return cmd
+}
+
+// experimentName reads the name line of a generated experiment file.
+func experimentName(yaml string) string {
+	var name string
+	fmt.Sscanf(yaml, "name: %s", &name)
+	return name
+}
+
+// writeExperimentReport builds the HTML report of an experiment into path.
+func writeExperimentReport(ctx context.Context, cmd *cobra.Command, s *State, rf *resultsFlag, name, path string) error {
+	st, err := openStore(cmd, s, rf)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.GetExperiment(ctx, name); err != nil {
+		return err
+	}
+	return buildReportFile(ctx, st, name, path)
+}
+
+// buildReportFile writes the report of experiment name to path.
+func buildReportFile(ctx context.Context, st *store.Store, name, path string) error {
+	r, err := report.Build(ctx, st, report.Options{Experiment: name, Version: Version})
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return errs.Wrap(errs.KindUsage, err, "give --out a writable directory", "cannot write %s", path)
+	}
+	if err := r.WriteHTML(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// printExperimentRunTable prints one summary row per counted run of an
+// experiment (tps, latency avg/p50/p95/p99/max, errors).
+func printExperimentRunTable(ctx context.Context, cmd *cobra.Command, s *State, rf *resultsFlag, name string) {
+	st, err := openStore(cmd, s, rf)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(ctx, store.ListFilter{Experiment: name})
+	if err != nil || len(runs) == 0 {
+		return
+	}
+	var rows []summary
+	for i := len(runs) - 1; i >= 0; i-- { // oldest first
+		var sum summary
+		if json.Unmarshal(runs[i].Summary, &sum) == nil {
+			if sum.Script == "" {
+				sum.Script = runs[i].Variant
+			}
+			rows = append(rows, sum)
+		}
+	}
+	s.printf("\n%s, every run (tps = committed transactions per second; latency in ms):\n", name)
+	printSummaryTable(s, rows)
 }

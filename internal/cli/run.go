@@ -25,7 +25,7 @@ func newRunCmd(s *State) *cobra.Command {
 		Use:   "run WORKLOAD",
 		Short: "Run a workload and store the result",
 	}
-	cmd.AddCommand(newRunTPCBCmd(s))
+	cmd.AddCommand(newRunTPCBCmd(s), newRunTPCCCmd(s))
 	return cmd
 }
 
@@ -44,10 +44,13 @@ type tpcbParams struct {
 	Seed         int64         `json:"seed"`
 	Progress     time.Duration `json:"progress_ns"`
 	NoCheck      bool          `json:"no_check"`
+	NoSamplers   bool          `json:"no_samplers,omitempty"`
 	MaxErrorsPct float64       `json:"max_errors_pct"`
 	Settings     []string      `json:"settings"`
 	Target       string        `json:"target"`
 	Experiment   string        `json:"experiment,omitempty"`
+	// Link ties the run to an experiment's plan entry (saved with the run).
+	Link *store.PlanLink `json:"-"`
 }
 
 func newRunTPCBCmd(s *State) *cobra.Command {
@@ -130,6 +133,7 @@ interrupted (the partial result is saved, marked interrupted).`,
 	f.Int64Var(&p.Seed, "seed", 0, "random seed (0 = from the clock; stored with the run)")
 	f.DurationVarP(&p.Progress, "progress", "P", p.Progress, "progress line interval (0 = none)")
 	f.BoolVar(&p.NoCheck, "no-check", false, "skip the consistency check after the run")
+	f.BoolVar(&p.NoSamplers, "no-samplers", false, "do not record system, PostgreSQL and driver metrics (docs/metrics.md)")
 	f.Float64Var(&p.MaxErrorsPct, "max-errors-pct", p.MaxErrorsPct, "exit with code 4 when errors exceed this percentage of transactions")
 	f.StringArrayVar(&p.Settings, "set", nil, "server setting name=value for this run, applied with ALTER SYSTEM, verified, restored afterwards (repeatable; needs superuser)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the driver to this file (for tuning tunebench itself)")
@@ -276,9 +280,12 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 		cfg.Tick = p.Progress
 		cfg.OnTick = func(tk run.Tick) { printTick(s, tk) }
 	}
+	smp := startSampling(ctx, s, t, srv, p.NoSamplers, verbose)
+	smp.attach(&cfg)
 	res, execErr := run.Execute(ctx, cfg, func(ctx context.Context, id int) (workload.Worker, error) {
 		return tpcb.NewWorker(ctx, t.Connect, ro, id)
 	})
+	sampled := smp.stop(res, p.Warmup)
 	if res == nil {
 		if execErr != nil {
 			return nil, execErr
@@ -341,7 +348,7 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 		status = "failed"
 	}
 	sum.Status = status
-	saved, err := saveRun(bg, st, p.Experiment, "tpcb", p.Script, status, p, env, &sum, check, res)
+	saved, err := saveRunLinked(bg, st, p.Experiment, "tpcb", p.Script, status, p, env, &sum, check, res, p.Link, append(seriesPoints(res), sampled...))
 	if err != nil {
 		return &sum, err
 	}
@@ -370,30 +377,3 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 	return &sum, nil
 }
 
-// saveRun writes the run, its series and histograms in one transaction.
-func saveRun(ctx context.Context, st *store.Store, experiment, wl, variant, status string, params any, env *envinfo.Snapshot, sum *summary, check any, res *run.Result) (int64, error) {
-	pj, err := json.Marshal(params)
-	if err != nil {
-		return 0, err
-	}
-	ej, err := json.Marshal(env)
-	if err != nil {
-		return 0, err
-	}
-	r := &store.Run{Experiment: experiment, Workload: wl, Variant: variant, Status: status, StartedAt: res.StartedAt, EndedAt: res.EndedAt, Params: pj, Env: ej}
-	if check != nil {
-		if r.Check, err = json.Marshal(check); err != nil {
-			return 0, err
-		}
-	}
-	r.Series = seriesPoints(res)
-	if r.Histograms, err = encodeHists(res); err != nil {
-		return 0, err
-	}
-	// The summary names its own run id: save, then fill it in, in one transaction.
-	sumJSON := func(id int64) (json.RawMessage, error) {
-		sum.RunID = id
-		return json.Marshal(sum)
-	}
-	return st.SaveRunWithSummary(ctx, r, sumJSON)
-}

@@ -13,8 +13,11 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/storage/fio"
 	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/fsblog"
 	"github.com/tunebench/tunebench/internal/workload/tpcb"
+	"github.com/tunebench/tunebench/internal/workload/tpcc"
 )
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
@@ -45,7 +48,7 @@ func NewOSState() *State {
 		LookupEnv: os.LookupEnv,
 		StderrTTY: isatty.IsTerminal(os.Stderr.Fd()),
 		Redactor:  redact.New(),
-		Registry:  workload.NewRegistry(tpcb.Workload{}),
+		Registry:  workload.NewRegistry(tpcb.Workload{}, tpcc.Workload{}, fio.Workload{}, fsblog.Workload{}),
 		Signals:   sig,
 		Exit:      os.Exit,
 	}

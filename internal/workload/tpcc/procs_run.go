@@ -1,0 +1,47 @@
+package tpcc
+
+import "github.com/tunebench/tunebench/internal/driver"
+
+// procsAttempt runs the drawn transaction as one call of its function, in
+// autocommit: the call is the transaction, one round trip. A call that
+// writes (New-Order, Payment, Delivery) and loses its connection has an
+// unknown outcome.
+func (w *Worker) procsAttempt(t txnType) (abort bool, err error, inCommit bool) {
+	s := &w.st
+	switch t {
+	case txNewOrder:
+		w.setNewOrder()
+		w.queue(s.procNO)
+		err := w.roundTrip()
+		if err != nil && driver.SQLState(err) == SQLStateItemNotFound {
+			return true, nil, false
+		}
+		return false, err, true
+	case txPayment:
+		w.setPayment()
+		w.queue(s.procPay)
+		if err := w.roundTrip(); err != nil {
+			return false, err, true
+		}
+		return false, w.expectRows("payment", 0, 1), false
+	case txOrderStatus:
+		w.setOrderStatus()
+		w.queue(s.procOS)
+		if err := w.roundTrip(); err != nil {
+			return false, err, false
+		}
+		return false, w.expectSomeRows("order_status", 0), false
+	case txDelivery:
+		w.setDelivery()
+		w.queue(s.procDelivery)
+		if err := w.roundTrip(); err != nil {
+			return false, err, true
+		}
+		w.delivered = int(w.res[0].v[0])
+		return false, nil, false
+	default:
+		w.setStockLevel()
+		w.queue(s.procSL)
+		return false, w.roundTrip(), false
+	}
+}

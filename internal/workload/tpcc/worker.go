@@ -1,0 +1,573 @@
+package tpcc
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/tunebench/tunebench/internal/driver"
+	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/gen"
+)
+
+// Modes of `tunebench run tpcc --mode`.
+const (
+	ModeProcs = "procs" // server-side PL/pgSQL functions, one round trip per transaction
+	ModeSQL   = "sql"   // statements sent by the client, pipelined
+)
+
+// DefaultMaxTries is the default bound on tries of a transaction that fails
+// with a serialization failure or a deadlock.
+const DefaultMaxTries = 10
+
+// RunOptions configure the workers of `tunebench run tpcc`.
+type RunOptions struct {
+	Warehouses    int       // of the loaded database (Info.Warehouses)
+	VUsers        int       // virtual users in the run (for --all-warehouses dealing)
+	Mode          string    // ModeProcs or ModeSQL
+	AllWarehouses bool      // each transaction picks one of the warehouses dealt to the virtual user
+	KeyingThink   bool      // return the spec's keying and think times as Outcome.Think
+	Isolation     string    // read-committed, repeatable-read or serializable
+	MaxTries      int       // >= 1; 40001 and 40P01 are retried up to this many tries (0: DefaultMaxTries)
+	Constants     Constants // the run's NURand constants: NewRunConstants(r, Info.Load)
+	Seed          int64     // inputs are a function of (Seed, worker id)
+}
+
+// Validate checks the options and fills MaxTries' default; errors are usage
+// errors.
+func (o *RunOptions) Validate() error {
+	if o.Warehouses < 1 {
+		return errs.Usage(loadHint, "invalid warehouses %d", o.Warehouses)
+	}
+	if o.VUsers < 1 {
+		return errs.Usage("give --vusers 1 or more", "invalid virtual users %d", o.VUsers)
+	}
+	if o.Mode != ModeProcs && o.Mode != ModeSQL {
+		return errs.Usage("use --mode procs or --mode sql", "unknown mode %q", o.Mode)
+	}
+	if _, ok := isolationSQL[o.Isolation]; !ok {
+		return errs.Usage("use --isolation read-committed, repeatable-read or serializable", "unknown isolation %q", o.Isolation)
+	}
+	if o.MaxTries == 0 {
+		o.MaxTries = DefaultMaxTries
+	}
+	if o.MaxTries < 1 {
+		return errs.Usage("--max-tries takes 1 (no retry) or more", "invalid max tries %d", o.MaxTries)
+	}
+	c := o.Constants
+	if c.CLast < 0 || c.CLast > ALast || c.CCustID < 0 || c.CCustID > ACustID || c.CItemID < 0 || c.CItemID > AItemID {
+		return errs.Usage("draw the run constants with NewRunConstants", "run constants out of range: %+v", c)
+	}
+	return nil
+}
+
+// Describe says how the transactions are sent, for the summary.
+func (o RunOptions) Describe() string {
+	s := o.Mode + " mode, " + o.Isolation + ", max tries " + strconv.Itoa(o.MaxTries)
+	if o.AllWarehouses {
+		s += ", all warehouses"
+	}
+	if o.KeyingThink {
+		s += ", keying and think times"
+	}
+	return s
+}
+
+// result is what the worker keeps of one statement's reply: its row count
+// and the first two columns of its first row when they are 4-byte binary
+// values (int4).
+type result struct {
+	rows int
+	v    [2]int32
+}
+
+// maxPipeline bounds the statements of one round trip.
+const maxPipeline = 8
+
+// Worker is one virtual user: its own connection, deck, home warehouse and
+// random streams. It implements workload.Worker.
+type Worker struct {
+	o       RunOptions
+	id      int
+	connect Connector
+	conn    *pgx.Conn
+	audit   *auditShard
+	term    *terminal
+	deck    *deck
+	aux     *rand.Rand // retry jitter and think times: not the inputs' stream
+
+	// the current transaction's inputs
+	no  newOrderInput
+	pay paymentInput
+	os  orderStatusInput
+	dl  deliveryInput
+	sl  stockLevelInput
+
+	st       stmts
+	prepared []*stmt // all of st, prepared on every connection
+
+	// encoded parameter values (nil = NULL), and their buffers
+	vals  [numParams][]byte
+	ints  [numParams][4]byte
+	arrs  [3][]byte // pItems, pSupply, pQty
+	texts [numParams][]byte
+
+	// protocol messages, reused
+	args    [][]byte
+	bind    pgproto3.Bind
+	execute pgproto3.Execute
+	sync    pgproto3.Sync
+	fmtBin  []int16
+	queued  int
+	res     [maxPipeline]result
+
+	delivered int // districts delivered by the last Delivery
+
+	watchedDone <-chan struct{}
+	stopWatch   func() bool
+	timer       *time.Timer
+
+	direct bool
+	thread pgdrv.Thread
+}
+
+// stmts are the prepared statements of the worker's mode.
+type stmts struct {
+	begin, commit, rollback *stmt
+	// sql mode
+	noDistrict, noCustomer, noItems, noOrder, noLines *stmt
+	payByID, payByName                                *stmt
+	osByID, osByName                                  *stmt
+	delivery, stockLevel                              *stmt
+	// procs mode
+	procNO, procPay, procOS, procDelivery, procSL *stmt
+}
+
+// NewWorker makes the worker of virtual user id (0-based, the executor's
+// worker id) and connects it, so set-up failures surface here. audit may be
+// nil. With --mode procs the functions must be installed (InstallProcs).
+func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int, audit *Audit) (*Worker, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	inputs := gen.NewRand(o.Seed, uint64(id)+1)
+	w := &Worker{
+		o: o, id: id, connect: connect,
+		audit:  audit.shard(o.Warehouses),
+		term:   newTerminal(o, id, inputs),
+		deck:   newDeck(gen.NewRand(o.Seed, uint64(id)+1+1<<32)),
+		aux:    gen.NewRand(o.Seed, uint64(id)+1+2<<32),
+		fmtBin: []int16{1},
+		args:   make([][]byte, 0, 8),
+	}
+	for i := range w.arrs {
+		w.arrs[i] = make([]byte, 0, 20+8*(MaxOrderLines+1))
+	}
+	w.timer = time.NewTimer(time.Hour)
+	w.timer.Stop()
+	w.buildStmts()
+	if err := w.reconnect(ctx); err != nil {
+		return nil, err
+	}
+	if w.direct {
+		// Workers are made one after the other with ids 0..n-1.
+		pgdrv.EnsureProcs(id + 1)
+	}
+	return w, nil
+}
+
+func (w *Worker) buildStmts() {
+	s := &w.st
+	s.begin = plainStmt("tc_begin", "BEGIN ISOLATION LEVEL "+isolationSQL[w.o.Isolation])
+	s.commit = plainStmt("tc_commit", "COMMIT")
+	s.rollback = plainStmt("tc_rollback", "ROLLBACK")
+	all := []*stmt{s.begin, s.commit, s.rollback}
+	if w.o.Mode == ModeSQL {
+		s.noDistrict = newStmt("tc_no_district", noDistrict)
+		s.noCustomer = newStmt("tc_no_customer", noCustomer)
+		s.noItems = newStmt("tc_no_items", noItems)
+		s.noOrder = newStmt("tc_no_order", noOrder)
+		s.noLines = newStmt("tc_no_lines", noLines)
+		s.payByID = newStmt("tc_pay_id", paymentByID)
+		s.payByName = newStmt("tc_pay_name", paymentByName)
+		s.osByID = newStmt("tc_os_id", orderStatusByID)
+		s.osByName = newStmt("tc_os_name", orderStatusByName)
+		s.delivery = newStmt("tc_delivery", deliveryTmpl)
+		s.stockLevel = newStmt("tc_stock_level", stockLevelTmpl)
+		all = append(all, s.noDistrict, s.noCustomer, s.noItems, s.noOrder, s.noLines, s.payByID, s.payByName,
+			s.osByID, s.osByName, s.delivery, s.stockLevel)
+	} else {
+		s.procNO = newStmt("tc_p_new_order", procNewOrder)
+		s.procPay = newStmt("tc_p_payment", procPayment)
+		s.procOS = newStmt("tc_p_order_status", procOrderStatus)
+		s.procDelivery = newStmt("tc_p_delivery", procDelivery)
+		s.procSL = newStmt("tc_p_stock_level", procStockLevel)
+		all = append(all, s.procNO, s.procPay, s.procOS, s.procDelivery, s.procSL)
+	}
+	w.prepared = all
+}
+
+func (w *Worker) reconnect(ctx context.Context) error {
+	w.dropConn()
+	conn, err := w.connect(ctx)
+	if err != nil {
+		return err
+	}
+	// Autocommit statements (procs calls, Order-Status, Stock-Level) run at
+	// the session's default level; sql mode's BEGIN names it too.
+	if _, err := conn.Exec(ctx, "SET default_transaction_isolation = '"+isolationSQL[w.o.Isolation]+"'"); err != nil {
+		_ = conn.Close(context.Background())
+		return fmt.Errorf("setting the isolation level: %w", err)
+	}
+	for _, s := range w.prepared {
+		if _, err := conn.PgConn().Prepare(ctx, s.name, s.sql, s.oids); err != nil {
+			_ = conn.Close(context.Background())
+			if w.o.Mode == ModeProcs && driver.SQLState(err) == "42883" { // undefined function
+				return errs.Wrap(errs.KindUsage, err, "the functions are installed by `tunebench run tpcc --mode procs` (InstallProcs)",
+					"the tpcc PL/pgSQL functions are missing")
+			}
+			return fmt.Errorf("prepare %s: %w", s.name, err)
+		}
+	}
+	w.conn = conn
+	w.direct = pgdrv.IsDirect(conn.PgConn().Conn())
+	return nil
+}
+
+// dropConn closes the connection, if any, and stops watching for its sake.
+func (w *Worker) dropConn() {
+	w.unwatch()
+	if w.conn != nil {
+		_ = w.conn.Close(context.Background())
+		w.conn = nil
+	}
+}
+
+// watch makes the cancellation of ctx interrupt the statement in progress
+// on the current connection, registered once per connection rather than
+// per statement (as the tpcb worker does, see its watch): statements run
+// with context.Background(), and cancellation sets a deadline in the past
+// on the socket, which interrupts a blocked read or write; Step then drops
+// the connection.
+func (w *Worker) watch(ctx context.Context) {
+	done := ctx.Done()
+	if done == w.watchedDone && (done == nil || w.stopWatch != nil) {
+		return
+	}
+	w.unwatch()
+	if done == nil {
+		return
+	}
+	nc := w.conn.PgConn().Conn()
+	w.watchedDone = done
+	w.stopWatch = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+}
+
+func (w *Worker) unwatch() {
+	if w.stopWatch != nil {
+		w.stopWatch()
+		w.stopWatch = nil
+	}
+	w.watchedDone = nil
+}
+
+// Step runs the next transaction of the deck. Serialization failures and
+// deadlocks are retried with the same inputs, after a short jittered pause,
+// up to MaxTries.
+func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
+	if w.direct {
+		w.thread.Tick()
+	}
+	out := workload.Outcome{Op: w.deck.peek().String(), Attempts: 1}
+	if err := ctx.Err(); err != nil {
+		out.Class, out.SQLState = driver.Classify(err, false, 1)
+		out.Err = err
+		return out, nil
+	}
+	if w.conn == nil {
+		if err := w.reconnect(ctx); err != nil {
+			out.Class, out.SQLState = driver.Classify(err, false, 1)
+			if driver.IsConnError(err) || errs.KindOf(err) == errs.KindConnect {
+				out.Class = workload.ClassConnError
+			}
+			out.Err = err
+			return out, nil
+		}
+	}
+	w.watch(ctx)
+	// Deal the card only now: a transaction that could not even start
+	// (no connection) does not use up its card.
+	t := w.deck.next()
+	w.draw(t)
+	if w.o.KeyingThink {
+		out.Think = pause(w.aux, t, w.deck.peek())
+	}
+	for {
+		abort, err, inCommit := w.attempt(t)
+		if err == nil {
+			out.Class, _ = driver.Classify(nil, false, out.Attempts)
+			if abort {
+				out.Class = workload.ClassUserAbort
+			}
+			w.record(t, out.Class)
+			return out, nil
+		}
+		interrupted := false
+		if cerr := ctx.Err(); cerr != nil {
+			// Interrupted through the watch: the connection is unusable.
+			err, interrupted = cerr, true
+		}
+		if interrupted || driver.IsConnError(err) || w.conn.IsClosed() {
+			w.dropConn()
+			out.Class, out.SQLState = driver.Classify(err, inCommit, out.Attempts)
+			if out.Class == workload.ClassFailedError {
+				out.Class = workload.ClassConnError
+			}
+			out.Err = err
+			return out, nil
+		}
+		code := driver.SQLState(err)
+		// Leave an aborted transaction before anything else.
+		if rerr := w.leaveTx(); rerr != nil {
+			out.Class, out.SQLState, out.Err = workload.ClassConnError, driver.SQLState(rerr), rerr
+			return out, nil
+		}
+		if driver.Retryable(code) && out.Attempts < w.o.MaxTries && ctx.Err() == nil {
+			w.backoff(ctx, out.Attempts)
+			out.Attempts++
+			continue
+		}
+		out.Class, out.SQLState = driver.Classify(err, false, out.Attempts)
+		if !driver.Retryable(code) {
+			out.Class = workload.ClassFailedError
+		}
+		out.Err = err
+		return out, nil
+	}
+}
+
+// backoff pauses before try number tries+1: a uniform random time up to
+// 2^(tries-1) ms, at most 64 ms, so the transactions that conflicted do not
+// meet again at once. Cancellation of ctx cuts it short.
+func (w *Worker) backoff(ctx context.Context, tries int) {
+	limit := time.Millisecond << min(tries-1, 6)
+	d := time.Duration(w.aux.Int64N(int64(limit))) + 50*time.Microsecond
+	w.timer.Reset(d)
+	select {
+	case <-w.timer.C:
+	case <-ctx.Done():
+		w.timer.Stop()
+	}
+}
+
+// leaveTx rolls back the transaction left open by a failed attempt, if any.
+func (w *Worker) leaveTx() error {
+	if w.conn.PgConn().TxStatus() == 'I' {
+		return nil
+	}
+	w.queue(w.st.rollback)
+	err := w.roundTrip()
+	if err != nil && (driver.IsConnError(err) || w.conn.IsClosed()) {
+		w.dropConn()
+		return err
+	}
+	return nil
+}
+
+// draw picks the inputs of a transaction of type t.
+func (w *Worker) draw(t txnType) {
+	wh := w.term.warehouse()
+	switch t {
+	case txNewOrder:
+		w.term.drawNewOrder(&w.no, wh)
+	case txPayment:
+		w.term.drawPayment(&w.pay, wh)
+	case txOrderStatus:
+		w.term.drawOrderStatus(&w.os, wh)
+	case txDelivery:
+		w.term.drawDelivery(&w.dl, wh)
+	case txStockLevel:
+		w.term.drawStockLevel(&w.sl, wh)
+	}
+}
+
+// attempt runs the drawn transaction once. abort reports a New-Order rolled
+// back because an item does not exist; inCommit that err came from the
+// round trip that carried the COMMIT (or from an autocommit call that
+// writes), where a lost connection leaves the outcome unknown.
+func (w *Worker) attempt(t txnType) (abort bool, err error, inCommit bool) {
+	if w.o.Mode == ModeProcs {
+		return w.procsAttempt(t)
+	}
+	return w.sqlAttempt(t)
+}
+
+// record counts a completed transaction in the audit.
+func (w *Worker) record(t txnType, class workload.OutcomeClass) {
+	a := w.audit
+	if a == nil || !class.Completed() {
+		return
+	}
+	switch t {
+	case txNewOrder:
+		a.add(cNewOrders, 1)
+		a.add(cOrderLines, int64(w.no.n))
+		a.add(cRemoteLines, int64(w.no.remote))
+		if class == workload.ClassUserAbort {
+			a.add(cRollbacks, 1)
+		}
+	case txPayment:
+		a.add(cPayments, 1)
+		if w.pay.remote {
+			a.add(cRemotePayments, 1)
+		}
+		if w.pay.byName {
+			a.add(cPaymentsByName, 1)
+		}
+	case txOrderStatus:
+		a.add(cOrderStatus, 1)
+		if w.os.byName {
+			a.add(cOrderStatusByName, 1)
+		}
+	case txDelivery:
+		a.add(cDeliveries, 1)
+		a.add(cSkippedDistricts, int64(DistrictsPerWarehouse-w.delivered))
+	case txStockLevel:
+		a.add(cStockLevels, 1)
+	}
+}
+
+// Parameter encoding. Values are encoded into the worker's buffers; vals
+// points at them.
+
+func (w *Worker) setInt(p param, v int) {
+	binary.BigEndian.PutUint32(w.ints[p][:], uint32(int32(v)))
+	w.vals[p] = w.ints[p][:]
+}
+
+// setIntArray encodes a one-dimensional int4[] without NULLs in binary:
+// ndim, has-null flag, element type, then length and lower bound, then
+// each element as length and value.
+func (w *Worker) setIntArray(p param, slot int, vs []int32) {
+	b := w.arrs[slot][:0]
+	b = binary.BigEndian.AppendUint32(b, 1)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, kindOID[kInt])
+	b = binary.BigEndian.AppendUint32(b, uint32(len(vs)))
+	b = binary.BigEndian.AppendUint32(b, 1)
+	for _, v := range vs {
+		b = binary.BigEndian.AppendUint32(b, 4)
+		b = binary.BigEndian.AppendUint32(b, uint32(v))
+	}
+	w.arrs[slot] = b
+	w.vals[p] = b
+}
+
+// setCents encodes an amount in cents as numeric text ("1234.05").
+func (w *Worker) setCents(p param, cents int) {
+	b := strconv.AppendInt(w.texts[p][:0], int64(cents/100), 10)
+	b = append(b, '.', byte('0'+cents%100/10), byte('0'+cents%10))
+	w.texts[p] = b
+	w.vals[p] = b
+}
+
+// setLastName encodes the last name of number num, or NULL when !byName.
+func (w *Worker) setLastName(byName bool, num int) {
+	if !byName {
+		w.vals[pCLast] = nil
+		return
+	}
+	b := AppendLastName(w.texts[pCLast][:0], num)
+	w.texts[pCLast] = b
+	w.vals[pCLast] = b
+}
+
+// Protocol: the statements go through pgconn's wire protocol layer, as in
+// the tpcb worker (see its attempt): Bind and Execute per statement, one
+// Sync per round trip, messages built once per worker.
+
+// queue buffers the Bind and Execute of s with the current values.
+func (w *Worker) queue(s *stmt) {
+	w.args = w.args[:0]
+	for _, p := range s.params {
+		w.args = append(w.args, w.vals[p])
+	}
+	w.bind = pgproto3.Bind{PreparedStatement: s.name, ParameterFormatCodes: s.fmts, Parameters: w.args, ResultFormatCodes: w.fmtBin}
+	fe := w.conn.PgConn().Frontend()
+	fe.SendBind(&w.bind)
+	fe.SendExecute(&w.execute)
+	w.queued++
+}
+
+// roundTrip sends the queued statements and a Sync, and reads the replies
+// up to ReadyForQuery into w.res (one per statement, in order). It returns
+// the first error the server reported, else a connection error.
+func (w *Worker) roundTrip() error {
+	pc := w.conn.PgConn()
+	fe := pc.Frontend()
+	n := w.queued
+	w.queued = 0
+	for i := 0; i < n; i++ {
+		w.res[i] = result{}
+	}
+	fe.SendSync(&w.sync)
+	if err := fe.Flush(); err != nil {
+		return err
+	}
+	var first error
+	i := 0
+	for {
+		// context.Background(): see watch.
+		msg, err := pc.ReceiveMessage(context.Background())
+		if err != nil {
+			return err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.DataRow:
+			if i < n {
+				r := &w.res[i]
+				r.rows++
+				if r.rows == 1 {
+					for k := 0; k < len(m.Values) && k < len(r.v); k++ {
+						if len(m.Values[k]) == 4 {
+							r.v[k] = int32(binary.BigEndian.Uint32(m.Values[k]))
+						}
+					}
+				}
+			}
+		case *pgproto3.CommandComplete, *pgproto3.EmptyQueryResponse:
+			i++
+		case *pgproto3.ErrorResponse:
+			if first == nil {
+				first = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.ReadyForQuery:
+			return first
+		}
+	}
+}
+
+// errUnexpected reports a reply that does not fit the data (a database not
+// loaded by tunebench, or changed since).
+var errUnexpected = errors.New("unexpected reply")
+
+// Close closes the connection.
+func (w *Worker) Close() error {
+	w.unwatch()
+	if w.conn == nil {
+		return nil
+	}
+	err := w.conn.Close(context.Background())
+	w.conn = nil
+	return err
+}
