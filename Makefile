@@ -6,10 +6,10 @@ BIN     := bin/tunebench
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tunebench/tunebench/internal/cli.Version=$(VERSION)
 
-.PHONY: quickstart deps build test vet bench-tpcb bench-load-tpcb clean
+.PHONY: quickstart deps build test vet bench-tpcb bench-load-tpcb bench-tpcc clean
 
 quickstart: deps build
-	./$(BIN) quickstart
+	./$(BIN) quickstart --out build/quickstart
 
 deps:
 	@scripts/ensure-deps.sh
@@ -30,5 +30,25 @@ bench-tpcb: deps build
 bench-load-tpcb: deps build
 	scripts/bench-load-tpcb.sh
 
+# Benchmark (not a test): TPC-C-like load speed and NOPM per mode and
+# virtual users on a managed server (docs/benchmarks.md).
+bench-tpcc: deps build
+	scripts/bench-tpcc.sh
+
 clean:
 	rm -rf bin
+
+# The HTML report of a synthetic experiment rendered in headless Chromium
+# (network disabled): checks every chart is in the rendered page and keeps
+# build/report/report.html and build/report/report.png (build artifacts,
+# not committed). Needs the chromium package.
+.PHONY: report-screenshot
+report-screenshot:
+	TUNEBENCH_REPORT_ARTIFACTS=$(CURDIR)/build/report $(GO) test -count=1 -run TestReportRendersInChromium ./internal/report/
+	@echo "report: build/report/report.html, screenshot: build/report/report.png"
+
+# Benchmark (not a test): tunebench storage next to the same fio job files
+# run by hand, and an fsblog run against the blogbench model. Needs fio.
+.PHONY: bench-storage
+bench-storage: deps build
+	scripts/bench-storage.sh

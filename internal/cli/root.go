@@ -94,6 +94,9 @@ check failed, 6 missing dependency (binary, user), 130 interrupted.`,
 		newResultsCmd(s),
 		newQuickstartCmd(s),
 		newWorkloadsCmd(s),
+		newExperimentCmd(s),
+		newReportCmd(s), newCompareCmd(s),
+		newStorageCmd(s), newFsblogCmd(s),
 	)
 	return root
 }
