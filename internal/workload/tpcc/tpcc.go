@@ -13,7 +13,7 @@ const (
 	DistrictsPerWarehouse = 10
 	CustomersPerDistrict  = 3000
 	OrdersPerDistrict     = 3000
-	NewOrdersPerDistrict  = 900 // the last 900 orders of each district are undelivered
+	NewOrdersPerDistrict  = 900                                          // the last 900 orders of each district are undelivered
 	FirstUndelivered      = OrdersPerDistrict - NewOrdersPerDistrict + 1 // 2101
 	Items                 = 100000
 	StockPerWarehouse     = Items

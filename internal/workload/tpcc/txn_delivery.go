@@ -26,14 +26,16 @@ func (t *terminal) drawDelivery(in *deliveryInput, w int) {
 // is skipped. It returns the number of districts delivered (10 minus the
 // skipped ones).
 //
-// The oldest order of each district is found with a min() per district,
-// which reads the head of the new_order primary key. At read committed, if
-// a concurrent Delivery of the same warehouse deleted that row first, the
-// DELETE finds it gone and the district counts as skipped in this one (only
-// possible when virtual users share a warehouse); at the stricter levels
-// the conflict is a serialization failure, retried.
+// The oldest order of each district is the head of the new_order primary
+// key, locked with FOR UPDATE SKIP LOCKED: when a concurrent Delivery of the
+// same warehouse (virtual users sharing it) holds the oldest row, this one
+// takes the next undelivered order instead of counting a false skip. The
+// result is the same as running the two Deliveries one after the other, and
+// a district counts as skipped only when it has no undelivered order this
+// transaction can take.
 const deliveryTmpl = `WITH m AS (
-  SELECT g.d, (SELECT min(no_o_id) FROM new_order WHERE no_w_id = {w} AND no_d_id = g.d) AS o
+  SELECT g.d, (SELECT no_o_id FROM new_order WHERE no_w_id = {w} AND no_d_id = g.d
+               ORDER BY no_o_id LIMIT 1 FOR UPDATE SKIP LOCKED) AS o
   FROM generate_series(1, 10) AS g(d)),
 no AS (
   DELETE FROM new_order USING m
