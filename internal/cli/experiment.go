@@ -55,12 +55,12 @@ type experimentRun struct {
 }
 
 // experimentAdapters is the registry of workloads experiments can use.
-// storage and fsblog get adapters once their run functions exist (they have
-// no database load; reset: none suits them).
 func experimentAdapters() map[string]*experimentAdapter {
 	return map[string]*experimentAdapter{
-		"tpcb": tpcbAdapter(),
-		"tpcc": tpccAdapter(),
+		"tpcb":    tpcbAdapter(),
+		"tpcc":    tpccAdapter(),
+		"storage": storageAdapter(),
+		"fsblog":  fsblogAdapter(),
 	}
 }
 

@@ -89,6 +89,22 @@ func newResultsListCmd(s *State) *cobra.Command {
 
 // oneLineSummary picks the headline numbers out of a stored summary.
 func oneLineSummary(raw json.RawMessage) string {
+	if l := storageOneLine(raw); l != "" {
+		return l
+	}
+	if l := fsblogOneLine(raw); l != "" {
+		return l
+	}
+	var t struct {
+		VUsers *int    `json:"vusers"`
+		NOPM   float64 `json:"nopm"`
+		TPM    float64 `json:"tpm"`
+		Errors int64   `json:"errors"`
+	}
+	if json.Unmarshal(raw, &t) == nil && t.VUsers != nil {
+		return "vusers " + strconv.Itoa(*t.VUsers) + ", NOPM " + strconv.FormatFloat(t.NOPM, 'f', 0, 64) +
+			", TPM " + strconv.FormatFloat(t.TPM, 'f', 0, 64) + ", errors " + strconv.FormatInt(t.Errors, 10)
+	}
 	var m struct {
 		Clients int     `json:"clients"`
 		TPS     float64 `json:"tps"`
@@ -135,9 +151,15 @@ func newResultsShowCmd(s *State) *cobra.Command {
 			s.printf("run %d: %s %s, status %s, %s .. %s\n", r.ID, r.Workload, r.Variant, r.Status,
 				r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.EndedAt.Local().Format("15:04:05"))
 			var sum summary
-			if json.Unmarshal(r.Summary, &sum) == nil && sum.Workload != "" {
-				printSummaryTable(s, []summary{sum})
-				printOutcomes(s, sum)
+			switch {
+			case showStoredStorage(s, r.Summary), showStoredFsblog(s, r.Summary):
+			case json.Unmarshal(r.Summary, &sum) == nil && sum.Workload != "":
+				if sum.TPCCSummary != nil {
+					printTPCCSummary(s, sum)
+				} else {
+					printSummaryTable(s, []summary{sum})
+					printOutcomes(s, sum)
+				}
 			}
 			for _, part := range []struct {
 				name string

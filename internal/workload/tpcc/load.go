@@ -33,8 +33,8 @@ type LoadOptions struct {
 	Seed      int64  // data generator seed; 0 = from the clock (stored in the meta table)
 	Version   string // tunebench version, recorded in the meta table
 	// Format is the COPY format: "binary" (default) or "text". Binary saves
-	// the server parsing numerics and timestamps: measured on 2 cores at 4
-	// warehouses, binary loads the data about 15% faster than text.
+	// the server parsing numerics and timestamps: about 10% faster at 4
+	// warehouses on 2 cores (see Load).
 	Format string
 
 	// afterTask, when set (tests), is called after each finished chunk

@@ -132,8 +132,8 @@ func (c chunk) cost() int64 { return c.Rows * bytesPerRow[c.Table] }
 //   - Not partitioned: one chunk per table (COPY FREEZE), unless a table
 //     alone is more than a worker's fair share of all rows (many workers);
 //     then it is split into warehouse ranges loaded by several streams at
-//     once, with plain COPY. Measured on 2 cores: a table per stream with
-//     FREEZE beats split tables with plain COPY (see LoadOptions.Workers).
+//     once, with plain COPY (and vacuumed after the load). On 2 cores a
+//     table per stream with FREEZE is faster (see the figures at Load).
 func planChunks(warehouses, parts, workers int, seed int64) []chunk {
 	var out []chunk
 	add := func(table, rel string, lo, hi int, freeze bool) {
