@@ -376,4 +376,3 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 	}
 	return &sum, nil
 }
-
