@@ -741,8 +741,17 @@ func (t *expTarget) dropOwn(ctx context.Context, conn *pgx.Conn, name string) er
 			"database %s exists and was not made by a tunebench experiment; tunebench does not drop it", name)
 	}
 	id := pgx.Identifier{name}.Sanitize()
-	if _, err := conn.Exec(ctx, "ALTER DATABASE "+id+" ALLOW_CONNECTIONS true"); err != nil {
-		return errs.Wrap(errs.KindConnect, err, "", "preparing to drop %s", name)
+	// A DROP DATABASE cut short (an interrupt during a reset) leaves the
+	// database invalid (datconnlimit -2, PostgreSQL 15.4+): it can only be
+	// dropped, not altered.
+	var invalid bool
+	if err := conn.QueryRow(ctx, "SELECT datconnlimit = -2 FROM pg_database WHERE datname = $1", name).Scan(&invalid); err != nil {
+		return errs.Wrap(errs.KindConnect, err, "", "looking up database %s", name)
+	}
+	if !invalid {
+		if _, err := conn.Exec(ctx, "ALTER DATABASE "+id+" ALLOW_CONNECTIONS true"); err != nil {
+			return errs.Wrap(errs.KindConnect, err, "", "preparing to drop %s", name)
+		}
 	}
 	stmt := "DROP DATABASE " + id
 	if t.version >= 130000 {

@@ -528,8 +528,9 @@ func (r *runner) emitTick(c *collector, end, now time.Duration, optional bool) {
 	if lag := iv.Lag(); lag != nil && lag.Count() > 0 {
 		t.Lag99Ms = lag.PercentileMs(99)
 	}
-	if len(byOp) > 1 {
-		// Per-op p95 of committed transactions, for multi-op workloads.
+	if len(c.allByOp) > 1 {
+		// Per-op counts and p95 of committed transactions, for workloads
+		// with more than one op (every tick once a second op was seen).
 		hs := map[string]*metrics.Hist{}
 		for _, e := range iv.Entries() {
 			if e.Class.Committed() && e.Latency != nil {

@@ -113,7 +113,8 @@ type Tick struct {
 	QueueDepth int64
 	// Lag99Ms is the p99 schedule lag of committed transactions (open loop).
 	Lag99Ms float64
-	// Ops splits the interval by op when the workload has more than one.
+	// Ops splits the interval by op once the run has seen more than one op
+	// (nil before that, and always for single-op workloads).
 	Ops map[string]OpTick
 }
 
