@@ -92,29 +92,9 @@ interrupted (the partial result is saved, marked interrupted).`,
 			if p.Transactions > 0 {
 				p.Duration = 0
 			}
-			t, srv, err := cf.target(s)
-			if err != nil {
-				return err
-			}
-			st, err := openStore(cmd, s, &rf)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if cpuProfile != "" {
-				stop, err := startCPUProfile(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer stop()
-			}
-			sum, runErr := runTPCB(cmd.Context(), s, t, srv, st, p, true)
-			if sum != nil && jsonPath != "" {
-				if err := writeJSONFile(jsonPath, sum); err != nil && runErr == nil {
-					runErr = err
-				}
-			}
-			return runErr
+			return runMeasured(cmd, s, &cf, &rf, cpuProfile, jsonPath, func(ctx context.Context, t *pg.Target, srv *server.Server, st *store.Store) (*summary, error) {
+				return runTPCB(ctx, s, t, srv, st, p, true)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -190,13 +170,10 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	var settings []server.Setting
-	for _, kv := range p.Settings {
-		set, err := server.ParseSetting(kv)
-		if err != nil {
+	for _, kv := range p.Settings { // bad --set values fail before any connection
+		if _, err := server.ParseSetting(kv); err != nil {
 			return nil, err
 		}
-		settings = append(settings, set)
 	}
 	if p.Seed == 0 {
 		p.Seed = time.Now().UnixNano()
@@ -220,25 +197,12 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 
 	// Settings for this run: applied and verified now, restored at the end
 	// whatever happens (a cancelled ctx must not stop the restore).
-	var applied []server.Applied
-	var restarter server.Restarter
-	if srv != nil {
-		restarter = srv
+	applied, restore, err := applyRunSettings(ctx, s, t, srv, p.Settings, verbose)
+	if err != nil {
+		return nil, err
 	}
-	if len(settings) > 0 {
-		applied, err = server.Apply(ctx, t.Connect, restarter, settings)
-		if err != nil {
-			return nil, err
-		}
-		defer func() {
-			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if rerr := server.Restore(rctx, t.Connect, restarter, applied); rerr != nil {
-				s.eprintf("warning: restoring settings failed: %v\n", rerr)
-			} else if verbose {
-				s.eprintf("settings restored\n")
-			}
-		}()
+	defer restore()
+	if len(applied) > 0 {
 		admin.Close(context.Background())
 		if admin, err = t.Connect(ctx); err != nil {
 			return nil, err

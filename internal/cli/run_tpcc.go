@@ -90,29 +90,9 @@ failed, 130 interrupted (partial result saved).`,
 			if p.Iterations > 0 {
 				p.Duration = 0
 			}
-			t, srv, err := cf.target(s)
-			if err != nil {
-				return err
-			}
-			st, err := openStore(cmd, s, &rf)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if cpuProfile != "" {
-				stop, err := startCPUProfile(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer stop()
-			}
-			sum, runErr := runTPCC(cmd.Context(), s, t, srv, st, p, true)
-			if sum != nil && jsonPath != "" {
-				if err := writeJSONFile(jsonPath, sum); err != nil && runErr == nil {
-					runErr = err
-				}
-			}
-			return runErr
+			return runMeasured(cmd, s, &cf, &rf, cpuProfile, jsonPath, func(ctx context.Context, t *pg.Target, srv *server.Server, st *store.Store) (*summary, error) {
+				return runTPCC(ctx, s, t, srv, st, p, true)
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+
 	"encoding/json"
 	"fmt"
+	"github.com/spf13/cobra"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -88,3 +90,33 @@ func newTable(s *State) *table {
 
 func (t *table) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")+"\t") }
 func (t *table) flush()              { t.tw.Flush() }
+
+// runMeasured is the common body of the run commands: resolve the target,
+// open the store, optionally profile, run, and write the --json summary
+// (also for an interrupted or failed run that produced one).
+func runMeasured(cmd *cobra.Command, s *State, cf *connFlags, rf *resultsFlag, cpuProfile, jsonPath string,
+	do func(ctx context.Context, t *pg.Target, srv *server.Server, st *store.Store) (*summary, error)) error {
+	t, srv, err := cf.target(s)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(cmd, s, rf)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if cpuProfile != "" {
+		stop, err := startCPUProfile(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	sum, runErr := do(cmd.Context(), t, srv, st)
+	if sum != nil && jsonPath != "" {
+		if err := writeJSONFile(jsonPath, sum); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	return runErr
+}
