@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/tunebench/tunebench/internal/driver"
@@ -93,11 +91,12 @@ func scriptSteps(script string, aidOID uint32) []stmt {
 type Worker struct {
 	o       RunOptions
 	connect Connector
-	conn    *pgx.Conn
-	sds     []*pgconn.StatementDescription // per step, of conn
-	rng     *rand.Rand
-	steps   []stmt
-	bigAid  bool
+	// Session: the connection, its cancellation watch, the thread discipline.
+	pgdrv.Session
+	sds    []*pgconn.StatementDescription // per step, of conn
+	rng    *rand.Rand
+	steps  []stmt
+	bigAid bool
 
 	// encoded parameter values, reused for every transaction
 	buf    [nParams][8]byte
@@ -109,16 +108,6 @@ type Worker struct {
 	describe pgproto3.Describe
 	execute  pgproto3.Execute
 	sync     pgproto3.Sync
-
-	// Cancellation: statements run with context.Background() and the Step
-	// context is watched once per connection (see watch).
-	watchedDone <-chan struct{}
-	stopWatch   func() bool
-
-	// Scheduling discipline of the Step goroutine when the connection does
-	// blocking I/O (pgdrv.Target.Connect).
-	direct bool
-	thread pgdrv.Thread
 }
 
 // NewWorker makes a worker and connects it, so set-up failures surface as
@@ -156,7 +145,7 @@ func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int) (*W
 	if err := w.reconnect(ctx); err != nil {
 		return nil, err
 	}
-	if w.direct {
+	if w.Direct {
 		// Workers are made one after the other with ids 0..n-1.
 		pgdrv.EnsureProcs(id + 1)
 	}
@@ -164,7 +153,7 @@ func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int) (*W
 }
 
 func (w *Worker) reconnect(ctx context.Context) error {
-	w.dropConn()
+	w.Drop()
 	conn, err := w.connect(ctx)
 	if err != nil {
 		return err
@@ -177,77 +166,17 @@ func (w *Worker) reconnect(ctx context.Context) error {
 		}
 		w.sds[i] = sd
 	}
-	w.conn = conn
-	w.direct = pgdrv.IsDirect(conn.PgConn().Conn())
+	w.Use(conn)
 	return nil
-}
-
-// dropConn closes the connection, if any, and stops watching for its sake.
-func (w *Worker) dropConn() {
-	w.unwatch()
-	if w.conn != nil {
-		_ = w.conn.Close(context.Background())
-		w.conn = nil
-	}
-}
-
-// watch makes the cancellation of ctx interrupt the statement in progress
-// on the current connection. The statements themselves run with
-// context.Background(): for a cancellable context pgconn registers a
-// context.AfterFunc per statement (a mutex shared by all workers on the
-// executor's step context, a channel allocation, a removal) and that was
-// about 9% of the client's CPU time. Here the registration is made once per
-// connection; cancellation sets a deadline in the past on the socket, which
-// interrupts a blocked read or write, and Step then drops the connection, as
-// pgconn does when it handles the cancellation itself.
-func (w *Worker) watch(ctx context.Context) {
-	done := ctx.Done()
-	if done == w.watchedDone && (done == nil || w.stopWatch != nil) {
-		return
-	}
-	w.unwatch()
-	if done == nil {
-		return // never cancelled
-	}
-	nc := w.conn.PgConn().Conn()
-	w.watchedDone = done
-	w.stopWatch = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-}
-
-func (w *Worker) unwatch() {
-	if w.stopWatch != nil {
-		w.stopWatch()
-		w.stopWatch = nil
-	}
-	w.watchedDone = nil
 }
 
 // Step runs one transaction of the script, retrying serialization failures
 // and deadlocks with the same values up to MaxTries.
 func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 	out := workload.Outcome{Op: w.o.Script, Attempts: 1}
-	if w.direct {
-		w.thread.Tick()
-	}
-	if err := ctx.Err(); err != nil {
-		out.Class, out.SQLState = driver.Classify(err, false, 1)
-		out.Err = err
+	if !w.Ready(ctx, &out, w.reconnect) {
 		return out, nil
 	}
-	if w.conn == nil {
-		if err := w.reconnect(ctx); err != nil {
-			out.Class, out.SQLState = driver.Classify(err, false, 1)
-			// A failed connection attempt (its error is flattened by
-			// Target.ConnectError) is a connection error: the executor
-			// then spaces the next attempts out.
-			if driver.IsConnError(err) || errs.KindOf(err) == errs.KindConnect {
-				out.Class = workload.ClassConnError
-			}
-			out.Err = err
-			return out, nil
-		}
-	}
-	w.watch(ctx)
 	w.draw()
 	for {
 		err, inCommit := w.attempt()
@@ -255,19 +184,7 @@ func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 			out.Class, _ = driver.Classify(nil, false, out.Attempts)
 			return out, nil
 		}
-		interrupted := false
-		if cerr := ctx.Err(); cerr != nil {
-			// Interrupted through the watch: the connection is unusable,
-			// report it as pgconn does when it handles the cancellation.
-			err, interrupted = cerr, true
-		}
-		if interrupted || driver.IsConnError(err) || w.conn.IsClosed() {
-			w.dropConn()
-			out.Class, out.SQLState = driver.Classify(err, inCommit, out.Attempts)
-			if out.Class == workload.ClassFailedError {
-				out.Class = workload.ClassConnError
-			}
-			out.Err = err
+		if w.Lost(ctx, err, inCommit, &out) {
 			return out, nil
 		}
 		code := driver.SQLState(err)
@@ -325,7 +242,7 @@ func (w *Worker) draw() {
 // against an unread reply, which is what pgconn's slow-write timer guards
 // against.
 func (w *Worker) attempt() (error, bool) {
-	pc := w.conn.PgConn()
+	pc := w.Conn.PgConn()
 	fe := pc.Frontend()
 	if w.o.Pipeline {
 		for i := range w.steps {
@@ -384,9 +301,9 @@ func (w *Worker) roundTrip(pc *pgconn.PgConn, fe *pgproto3.Frontend) error {
 // rollback leaves an aborted transaction. It runs with context.Background():
 // the watch set up by Step interrupts it if the Step context is cancelled.
 func (w *Worker) rollback() error {
-	_, err := w.conn.PgConn().Exec(context.Background(), "ROLLBACK").ReadAll()
-	if err != nil && (driver.IsConnError(err) || w.conn.IsClosed()) {
-		w.dropConn()
+	_, err := w.Conn.PgConn().Exec(context.Background(), "ROLLBACK").ReadAll()
+	if err != nil && (driver.IsConnError(err) || w.Conn.IsClosed()) {
+		w.Drop()
 		return err
 	}
 	return nil
@@ -394,12 +311,12 @@ func (w *Worker) rollback() error {
 
 // Close closes the connection.
 func (w *Worker) Close() error {
-	w.unwatch()
-	if w.conn == nil {
+	w.Unwatch()
+	if w.Conn == nil {
 		return nil
 	}
-	err := w.conn.Close(context.Background())
-	w.conn = nil
+	err := w.Conn.Close(context.Background())
+	w.Conn = nil
 	return err
 }
 

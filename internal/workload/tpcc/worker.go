@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -100,11 +99,12 @@ type Worker struct {
 	o       RunOptions
 	id      int
 	connect Connector
-	conn    *pgx.Conn
-	audit   *auditShard
-	term    *terminal
-	deck    *deck
-	aux     *rand.Rand // retry jitter and think times: not the inputs' stream
+	// Session: the connection, its cancellation watch, the thread discipline.
+	pgdrv.Session
+	audit *auditShard
+	term  *terminal
+	deck  *deck
+	aux   *rand.Rand // retry jitter and think times: not the inputs' stream
 
 	// the current transaction's inputs
 	no  newOrderInput
@@ -133,12 +133,7 @@ type Worker struct {
 
 	delivered int // districts delivered by the last Delivery
 
-	watchedDone <-chan struct{}
-	stopWatch   func() bool
-	timer       *time.Timer
-
-	direct bool
-	thread pgdrv.Thread
+	timer *time.Timer
 }
 
 // stmts are the prepared statements of the worker's mode.
@@ -179,7 +174,7 @@ func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int, aud
 	if err := w.reconnect(ctx); err != nil {
 		return nil, err
 	}
-	if w.direct {
+	if w.Direct {
 		// Workers are made one after the other with ids 0..n-1.
 		pgdrv.EnsureProcs(id + 1)
 	}
@@ -218,7 +213,7 @@ func (w *Worker) buildStmts() {
 }
 
 func (w *Worker) reconnect(ctx context.Context) error {
-	w.dropConn()
+	w.Drop()
 	conn, err := w.connect(ctx)
 	if err != nil {
 		return err
@@ -239,72 +234,18 @@ func (w *Worker) reconnect(ctx context.Context) error {
 			return fmt.Errorf("prepare %s: %w", s.name, err)
 		}
 	}
-	w.conn = conn
-	w.direct = pgdrv.IsDirect(conn.PgConn().Conn())
+	w.Use(conn)
 	return nil
-}
-
-// dropConn closes the connection, if any, and stops watching for its sake.
-func (w *Worker) dropConn() {
-	w.unwatch()
-	if w.conn != nil {
-		_ = w.conn.Close(context.Background())
-		w.conn = nil
-	}
-}
-
-// watch makes the cancellation of ctx interrupt the statement in progress
-// on the current connection, registered once per connection rather than
-// per statement (as the tpcb worker does, see its watch): statements run
-// with context.Background(), and cancellation sets a deadline in the past
-// on the socket, which interrupts a blocked read or write; Step then drops
-// the connection.
-func (w *Worker) watch(ctx context.Context) {
-	done := ctx.Done()
-	if done == w.watchedDone && (done == nil || w.stopWatch != nil) {
-		return
-	}
-	w.unwatch()
-	if done == nil {
-		return
-	}
-	nc := w.conn.PgConn().Conn()
-	w.watchedDone = done
-	w.stopWatch = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-}
-
-func (w *Worker) unwatch() {
-	if w.stopWatch != nil {
-		w.stopWatch()
-		w.stopWatch = nil
-	}
-	w.watchedDone = nil
 }
 
 // Step runs the next transaction of the deck. Serialization failures and
 // deadlocks are retried with the same inputs, after a short jittered pause,
 // up to MaxTries.
 func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
-	if w.direct {
-		w.thread.Tick()
-	}
 	out := workload.Outcome{Op: w.deck.peek().String(), Attempts: 1}
-	if err := ctx.Err(); err != nil {
-		out.Class, out.SQLState = driver.Classify(err, false, 1)
-		out.Err = err
+	if !w.Ready(ctx, &out, w.reconnect) {
 		return out, nil
 	}
-	if w.conn == nil {
-		if err := w.reconnect(ctx); err != nil {
-			out.Class, out.SQLState = driver.Classify(err, false, 1)
-			if driver.IsConnError(err) || errs.KindOf(err) == errs.KindConnect {
-				out.Class = workload.ClassConnError
-			}
-			out.Err = err
-			return out, nil
-		}
-	}
-	w.watch(ctx)
 	// Deal the card only now: a transaction that could not even start
 	// (no connection) does not use up its card.
 	t := w.deck.next()
@@ -322,18 +263,7 @@ func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 			w.record(t, out.Class)
 			return out, nil
 		}
-		interrupted := false
-		if cerr := ctx.Err(); cerr != nil {
-			// Interrupted through the watch: the connection is unusable.
-			err, interrupted = cerr, true
-		}
-		if interrupted || driver.IsConnError(err) || w.conn.IsClosed() {
-			w.dropConn()
-			out.Class, out.SQLState = driver.Classify(err, inCommit, out.Attempts)
-			if out.Class == workload.ClassFailedError {
-				out.Class = workload.ClassConnError
-			}
-			out.Err = err
+		if w.Lost(ctx, err, inCommit, &out) {
 			return out, nil
 		}
 		code := driver.SQLState(err)
@@ -372,13 +302,13 @@ func (w *Worker) backoff(ctx context.Context, tries int) {
 
 // leaveTx rolls back the transaction left open by a failed attempt, if any.
 func (w *Worker) leaveTx() error {
-	if w.conn.PgConn().TxStatus() == 'I' {
+	if w.Conn.PgConn().TxStatus() == 'I' {
 		return nil
 	}
 	w.queue(w.st.rollback)
 	err := w.roundTrip()
-	if err != nil && (driver.IsConnError(err) || w.conn.IsClosed()) {
-		w.dropConn()
+	if err != nil && (driver.IsConnError(err) || w.Conn.IsClosed()) {
+		w.Drop()
 		return err
 	}
 	return nil
@@ -503,7 +433,7 @@ func (w *Worker) queue(s *stmt) {
 		w.args = append(w.args, w.vals[p])
 	}
 	w.bind = pgproto3.Bind{PreparedStatement: s.name, ParameterFormatCodes: s.fmts, Parameters: w.args, ResultFormatCodes: w.fmtBin}
-	fe := w.conn.PgConn().Frontend()
+	fe := w.Conn.PgConn().Frontend()
 	fe.SendBind(&w.bind)
 	fe.SendExecute(&w.execute)
 	w.queued++
@@ -513,7 +443,7 @@ func (w *Worker) queue(s *stmt) {
 // up to ReadyForQuery into w.res (one per statement, in order). It returns
 // the first error the server reported, else a connection error.
 func (w *Worker) roundTrip() error {
-	pc := w.conn.PgConn()
+	pc := w.Conn.PgConn()
 	fe := pc.Frontend()
 	n := w.queued
 	w.queued = 0
@@ -563,11 +493,11 @@ var errUnexpected = errors.New("unexpected reply")
 
 // Close closes the connection.
 func (w *Worker) Close() error {
-	w.unwatch()
-	if w.conn == nil {
+	w.Unwatch()
+	if w.Conn == nil {
 		return nil
 	}
-	err := w.conn.Close(context.Background())
-	w.conn = nil
+	err := w.Conn.Close(context.Background())
+	w.Conn = nil
 	return err
 }

@@ -189,7 +189,7 @@ func TestRollbackLeavesNoTrace(t *testing.T) {
 				if err != nil || !abort {
 					t.Fatalf("attempt: abort %v, err %v; want a rollback", abort, err)
 				}
-				if st := w.conn.PgConn().TxStatus(); st != 'I' {
+				if st := w.Conn.PgConn().TxStatus(); st != 'I' {
 					t.Fatalf("transaction status %c after the rollback", st)
 				}
 			}
@@ -282,7 +282,7 @@ func TestReconnect(t *testing.T) {
 	for _, mode := range []string{ModeProcs, ModeSQL} {
 		w := newTestWorker(t, db, runOpts(1, mode), 0, nil)
 		stepN(t, w, 3)
-		pid := w.conn.PgConn().PID()
+		pid := w.Conn.PgConn().PID()
 		qExec(t, admin, "select pg_terminate_backend($1)", pid)
 		time.Sleep(50 * time.Millisecond)
 		o, err := w.Step(context.Background())
@@ -292,11 +292,11 @@ func TestReconnect(t *testing.T) {
 		if o.Class != workload.ClassConnError && o.Class != workload.ClassAmbiguousCommit {
 			t.Fatalf("%s: after the kill: %s %v", mode, o.Class, o.Err)
 		}
-		if w.conn != nil {
+		if w.Conn != nil {
 			t.Fatalf("%s: the dead connection is kept", mode)
 		}
 		stepN(t, w, 2*DeckSize)
-		if w.conn.PgConn().PID() == pid {
+		if w.Conn.PgConn().PID() == pid {
 			t.Fatalf("%s: same backend after reconnect", mode)
 		}
 	}
