@@ -102,18 +102,13 @@ score (blogs created) and read score (blogs read), and latency percentiles per
 operation. The tree is removed at the end unless --keep. See docs/storage.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd, s, &rf)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			sum, runErr := runFsblog(cmd.Context(), s, st, p, nil)
-			if sum != nil && jsonPath != "" {
-				if err := writeJSONFile(jsonPath, sum); err != nil && runErr == nil {
-					runErr = err
+			return runStored(cmd, s, &rf, jsonPath, func(ctx context.Context, st *store.Store) (any, error) {
+				sum, err := runFsblog(ctx, s, st, p, nil)
+				if sum == nil {
+					return nil, err
 				}
-			}
-			return runErr
+				return sum, err
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -120,3 +120,22 @@ func runMeasured(cmd *cobra.Command, s *State, cf *connFlags, rf *resultsFlag, c
 	}
 	return runErr
 }
+
+// runStored is the body of the commands that run without a database target
+// (storage, fsblog): open the store, run, write the --json summary (also
+// for an interrupted run that produced one). do returns a nil summary when
+// it produced none.
+func runStored(cmd *cobra.Command, s *State, rf *resultsFlag, jsonPath string, do func(ctx context.Context, st *store.Store) (any, error)) error {
+	st, err := openStore(cmd, s, rf)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sum, runErr := do(cmd.Context(), st)
+	if sum != nil && jsonPath != "" {
+		if err := writeJSONFile(jsonPath, sum); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	return runErr
+}

@@ -124,18 +124,13 @@ fio writes to it directly and destroys its contents. See docs/storage.md.`,
 			if cmd.Flags().Changed("tests") && p.JobFile != "" {
 				return errs.Usage("give --tests or --job-file, not both", "--tests and --job-file both given")
 			}
-			st, err := openStore(cmd, s, &rf)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			sum, runErr := runStorage(cmd.Context(), s, st, p, nil)
-			if sum != nil && jsonPath != "" {
-				if err := writeJSONFile(jsonPath, sum); err != nil && runErr == nil {
-					runErr = err
+			return runStored(cmd, s, &rf, jsonPath, func(ctx context.Context, st *store.Store) (any, error) {
+				sum, err := runStorage(ctx, s, st, p, nil)
+				if sum == nil {
+					return nil, err
 				}
-			}
-			return runErr
+				return sum, err
+			})
 		},
 	}
 	f := cmd.Flags()
