@@ -63,6 +63,9 @@ func lastRun(ctx context.Context, tx pgx.Tx) (*RunRecord, error) {
 	if !has {
 		return nil, nil
 	}
+	if cur, err := metaCurrent(ctx, tx); err != nil || !cur {
+		return nil, err
+	}
 	var b, c, a *int64
 	if err := tx.QueryRow(ctx, "select last_history_before, last_committed, last_ambiguous from "+MetaTable).Scan(&b, &c, &a); err != nil {
 		return nil, err

@@ -124,14 +124,14 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 		return st, err
 	}
 	stmts := createStatements(o.Scale, o.Fillfactor, o.Partitions, o.Method)
-	stmts = append(stmts, "create table "+MetaTable+" (scale int not null, partitions int not null, method text not null, fillfactor int not null, status text not null, loaded_at timestamptz not null default now())")
+	stmts = append(stmts, "create table "+MetaTable+" (scale int not null, partitions int not null, method text not null, fillfactor int not null, status text not null, loaded_at timestamptz not null default now(), accounts_oid oid not null)")
 	for _, s := range stmts {
 		if _, err := tx.Exec(ctx, s); err != nil {
 			_ = tx.Rollback(ctx)
 			return st, fmt.Errorf("%s: %w", s, err)
 		}
 	}
-	if _, err := tx.Exec(ctx, "insert into "+MetaTable+" (scale, partitions, method, fillfactor, status) values ($1, $2, $3, $4, 'loading')",
+	if _, err := tx.Exec(ctx, "insert into "+MetaTable+" (scale, partitions, method, fillfactor, status, accounts_oid) values ($1, $2, $3, $4, 'loading', 'pgbench_accounts'::regclass::oid)",
 		o.Scale, o.Partitions, o.Method, o.Fillfactor); err != nil {
 		_ = tx.Rollback(ctx)
 		return st, err

@@ -3,6 +3,7 @@ package tpcb
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -112,8 +113,15 @@ func ReadInfo(ctx context.Context, conn *pgx.Conn) (Info, error) {
 		if status != "complete" {
 			return Info{}, fmt.Errorf("the load did not finish (status %q): load again with --drop", status)
 		}
-		info.LoadedBy = "tunebench"
-		return info, nil
+		cur, err := metaCurrent(ctx, conn)
+		if err != nil {
+			return Info{}, err
+		}
+		if cur {
+			info.LoadedBy = "tunebench"
+			return info, nil
+		}
+		info = Info{}
 	}
 	var n int64
 	if err := conn.QueryRow(ctx, "select count(*) from pgbench_branches").Scan(&n); err != nil {
@@ -125,4 +133,24 @@ func ReadInfo(ctx context.Context, conn *pgx.Conn) (Info, error) {
 	info.Scale = int(n)
 	info.LoadedBy = "pgbench"
 	return info, nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// metaCurrent reports whether the meta table still describes the tables:
+// pgbench -i after a tunebench load drops and recreates them (and empties
+// the history) but leaves the meta table, whose scale and last-run record
+// would then be wrong. The load records the OID of pgbench_accounts (loads
+// made before that column existed are checked by their scale only).
+func metaCurrent(ctx context.Context, q querier) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `select m.scale * `+strconv.Itoa(BranchesPerScale)+` = (select count(*) from pgbench_branches)
+		and coalesce((to_jsonb(m) ->> 'accounts_oid')::oid = 'pgbench_accounts'::regclass::oid, true)
+		from `+MetaTable+` m`).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", MetaTable, err)
+	}
+	return ok, nil
 }
