@@ -237,6 +237,7 @@ type summaryJSON struct {
 	Protocol     string             `json:"protocol"`
 	Status       string             `json:"status"`
 	Clients      int                `json:"clients"`
+	Threads      int                `json:"threads"`
 	Scale        int                `json:"scale"`
 	DurationS    float64            `json:"duration_s"`
 	Transactions int64              `json:"transactions"`

@@ -15,7 +15,8 @@ import (
 // admin shutdown), the outage window is reported, the run finishes at its
 // duration and is saved, and the balance check passes with the history
 // growth inside the ambiguous-commit bound. A second, shorter run with
-// --max-errors-pct 0 must exit 4 and still be saved.
+// --max-errors-pct 0 must exit 4 and still be saved. The first run has its
+// two clients multiplexed on one thread, the second one thread per client.
 func TestServerRestartMidRun(t *testing.T) {
 	t.Parallel()
 	srv := testutil.StartServer(t) // its own: the restart must not disturb other tests
@@ -38,7 +39,7 @@ func TestServerRestartMidRun(t *testing.T) {
 
 	jsonPath := tempPath(t, "summary.json")
 	rn := h.start(nil, "run", "tpcb", "--server-dir", srv.Dir(), "-d", db, "--results", results,
-		"--clients", "2", "--duration", "8s", "--max-errors-pct", "100", "--json", jsonPath)
+		"--clients", "2", "--threads", "1", "--duration", "8s", "--max-errors-pct", "100", "--json", jsonPath)
 	took := restartAfter(rn, 2*time.Second)
 	t.Logf("restart took %v", took)
 	r := rn.wait(t, 60*time.Second)
@@ -47,6 +48,9 @@ func TestServerRestartMidRun(t *testing.T) {
 	}
 	s := readSummary(t, jsonPath)
 	checkSummaryShape(t, s)
+	if s.Threads != 1 {
+		t.Errorf("threads %d, want 1 (--threads 1)", s.Threads)
+	}
 	t.Logf("outcomes %v, SQLSTATEs %v, outages %+v", s.Outcomes, s.BySQLState, s.Outages)
 	if s.DurationS != 8 {
 		t.Errorf("duration_s %v, want 8: the run must go on to its end", s.DurationS)
@@ -124,7 +128,7 @@ func TestServerRestartMidRun(t *testing.T) {
 	// The same with no error budget: exit 4, still saved.
 	jsonPath = tempPath(t, "summary2.json")
 	rn = h.start(nil, "run", "tpcb", "--server-dir", srv.Dir(), "-d", db, "--results", results,
-		"--clients", "2", "--duration", "4s", "--max-errors-pct", "0", "--json", jsonPath)
+		"--clients", "2", "--threads", "2", "--duration", "4s", "--max-errors-pct", "0", "--json", jsonPath)
 	restartAfter(rn, 500*time.Millisecond)
 	r = rn.wait(t, 60*time.Second)
 	if r.code != 4 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,6 +34,7 @@ func newRunCmd(s *State) *cobra.Command {
 type tpcbParams struct {
 	Script       string        `json:"script"`
 	Clients      int           `json:"clients"`
+	Threads      int           `json:"threads,omitempty"`
 	Duration     time.Duration `json:"duration_ns"`
 	Transactions int64         `json:"transactions_per_client"`
 	Warmup       time.Duration `json:"warmup_ns"`
@@ -102,6 +104,7 @@ interrupted (the partial result is saved, marked interrupted).`,
 	rf.add(f)
 	f.StringVarP(&p.Script, "script", "b", p.Script, "tpcb-like, simple-update or select-only")
 	f.IntVarP(&p.Clients, "clients", "c", p.Clients, "concurrent clients, each with its own connection")
+	f.IntVarP(&p.Threads, "threads", "j", p.Threads, "driver threads serving the clients, as pgbench -j (closed loop; 0 = one per core, at most one per client)")
 	f.DurationVarP(&p.Duration, "duration", "T", 0, "measured duration (default 1m unless --transactions)")
 	f.Int64VarP(&p.Transactions, "transactions", "t", 0, "transactions per client (like pgbench -t), instead of --duration")
 	f.DurationVar(&p.Warmup, "warmup", 0, "warm-up before measuring (run, not counted)")
@@ -142,6 +145,13 @@ func (p *tpcbParams) validate() error {
 	if p.Clients < 1 {
 		return errs.Usage("give --clients 1 or more", "invalid --clients %d", p.Clients)
 	}
+	if p.Threads < 0 {
+		return errs.Usage("give --threads 1 or more, or 0 for one per client", "invalid --threads %d", p.Threads)
+	}
+	if p.Threads > 0 && p.Threads < p.Clients && p.Rate > 0 {
+		return errs.Usage("leave --threads out with --rate: the open loop gives each client its own thread",
+			"--threads %d with %d clients applies to the closed loop only", p.Threads, p.Clients)
+	}
 	if p.Duration < 0 || p.Transactions < 0 || p.Warmup < 0 || p.LatencyLimit < 0 || p.Rate < 0 {
 		return errs.Usage("durations, counts and rates must not be negative", "negative value in run parameters")
 	}
@@ -161,6 +171,18 @@ func (p *tpcbParams) validate() error {
 		return errs.Usage("--max-errors-pct takes 0 to 100", "invalid --max-errors-pct %g", p.MaxErrorsPct)
 	}
 	return nil
+}
+
+// runThreads is the executor's thread count for --threads n (0: one per
+// core, at most one per client; the open loop always has one per client).
+func runThreads(n, clients int, rate float64) int {
+	if rate > 0 {
+		return 0
+	}
+	if n == 0 {
+		n = min(runtime.NumCPU(), clients)
+	}
+	return n
 }
 
 // runTPCB runs one tpcb measurement end to end and saves it. It returns the
@@ -225,7 +247,11 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 		if p.Transactions > 0 {
 			length = fmt.Sprintf("%d transactions per client", p.Transactions)
 		}
-		s.eprintf("tpcb %s: scale %d, %d clients, %s, %s, %s\n", ro.Describe(), info.Scale, p.Clients, length, mode, t.Describe())
+		threads := runThreads(p.Threads, p.Clients, p.Rate)
+		if threads == 0 || threads > p.Clients {
+			threads = p.Clients
+		}
+		s.eprintf("tpcb %s: scale %d, %d clients on %d threads, %s, %s, %s\n", ro.Describe(), info.Scale, p.Clients, threads, length, mode, t.Describe())
 	}
 
 	if writes && info.LoadedBy == "tunebench" {
@@ -235,8 +261,9 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 	}
 
 	cfg := run.Config{
-		Workers: p.Clients, Duration: p.Duration, Transactions: p.Transactions, Warmup: p.Warmup,
+		Workers: p.Clients, Threads: runThreads(p.Threads, p.Clients, p.Rate), Duration: p.Duration, Transactions: p.Transactions, Warmup: p.Warmup,
 		Rate: p.Rate, LatencyLimit: p.LatencyLimit, Seed: p.Seed, Tick: time.Second,
+		NewThread: func() workload.Thread { return &pg.Thread{} },
 	}
 	errLog := newErrorLog(s, 5)
 	cfg.OnError = errLog.log

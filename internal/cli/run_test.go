@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -34,14 +35,21 @@ func TestRunScripts(t *testing.T) {
 		script   string
 		pipeline bool
 		db       string
+		threads  int // --threads; 0: the default, one per core up to one per client
 	}
 	for i, rc := range []runCase{
-		{"tpcb-like", false, db}, {"select-only", false, db}, {"tpcb-like", true, db}, {"simple-update", false, db2},
+		{"tpcb-like", false, db, 0}, {"select-only", false, db, 1}, {"tpcb-like", true, db, 1}, {"simple-update", false, db2, 2},
+		{"tpcb-like", false, db, 1},
 	} {
 		conn := connectDB(t, srv, rc.db)
 		name := rc.script
 		if rc.pipeline {
 			name += "+pipeline"
+		}
+		wantThreads := min(runtime.NumCPU(), 2)
+		if rc.threads > 0 {
+			name += fmt.Sprintf("/threads=%d", rc.threads)
+			wantThreads = rc.threads
 		}
 		t.Run(name, func(t *testing.T) {
 			var histBefore int64
@@ -53,6 +61,9 @@ func TestRunScripts(t *testing.T) {
 				"--script", rc.script, "--clients", "2", "--duration", "2s", "--seed", fmt.Sprint(100 + i), "--json", jsonPath}
 			if rc.pipeline {
 				args = append(args, "--pipeline")
+			}
+			if rc.threads > 0 {
+				args = append(args, "--threads", fmt.Sprint(rc.threads))
 			}
 			r := h.run(args...)
 			if r.code != 0 {
@@ -66,6 +77,9 @@ func TestRunScripts(t *testing.T) {
 			wantProto := "prepared"
 			if rc.pipeline {
 				wantProto = "prepared+pipeline"
+			}
+			if s.Threads != wantThreads {
+				t.Errorf("threads %d, want %d", s.Threads, wantThreads)
 			}
 			if s.Protocol != wantProto {
 				t.Errorf("protocol %q, want %q", s.Protocol, wantProto)

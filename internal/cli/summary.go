@@ -24,6 +24,7 @@ type summary struct {
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
 	Clients   int       `json:"clients"`
+	Threads   int       `json:"threads"`
 	Scale     int       `json:"scale"`
 	DurationS float64   `json:"duration_s"`
 	WarmupS   float64   `json:"warmup_s"`
@@ -141,7 +142,7 @@ func latencyOf(h *metrics.Hist) latencyMs {
 func buildSummary(res *run.Result) summary {
 	sum := summary{
 		StartedAt: res.StartedAt, EndedAt: res.EndedAt,
-		Clients: res.Workers, DurationS: res.MeasuredSeconds,
+		Clients: res.Workers, Threads: res.Threads, DurationS: res.MeasuredSeconds,
 		Transactions: res.Committed, TPS: res.TPS,
 		LatencyMs:   latencyOf(res.Latency),
 		Outcomes:    map[string]int64{},

@@ -70,7 +70,7 @@ func TestClosedLoopCountsAndTPS(t *testing.T) {
 	var ticks []Tick
 	cfg := Config{Workers: 4, Duration: time.Second, Tick: 100 * time.Millisecond,
 		OnTick: func(t Tick) { ticks = append(ticks, t) }}
-	res, err := Execute(context.Background(), cfg, ff.factory())
+	res, err := execute(context.Background(), cfg, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestTransactionsModeExactCounts(t *testing.T) {
 		return ok("a"), nil
 	}}
 	cfg := Config{Workers: 3, Transactions: 50, Warmup: 100 * time.Millisecond, Tick: 50 * time.Millisecond}
-	res, err := Execute(context.Background(), cfg, ff.factory())
+	res, err := execute(context.Background(), cfg, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestWarmupExcluded(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		return ok("fast"), nil
 	}}
-	res, err := Execute(context.Background(), Config{Workers: 2, Warmup: warm, Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond}, ff.factory())
+	res, err := execute(context.Background(), Config{Workers: 2, Warmup: warm, Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestWarmupExcluded(t *testing.T) {
 
 func TestDrainRecordsInFlightWork(t *testing.T) {
 	ff := &fakeFleet{step: sleepStep(400 * time.Millisecond)}
-	res, err := Execute(context.Background(), Config{Workers: 2, Duration: 500 * time.Millisecond, Tick: 100 * time.Millisecond}, ff.factory())
+	res, err := execute(context.Background(), Config{Workers: 2, Duration: 500 * time.Millisecond, Tick: 100 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestDrainTimeoutCountsUnfinished(t *testing.T) {
 		return ok("op"), nil
 	}}
 	start := time.Now()
-	res, err := Execute(context.Background(), Config{Workers: 2, Duration: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond, Tick: 50 * time.Millisecond}, ff.factory())
+	res, err := execute(context.Background(), Config{Workers: 2, Duration: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond, Tick: 50 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestInterruptReturnsPromptly(t *testing.T) {
 		cancelledAt = time.Now()
 		cancel()
 	}()
-	res, err := Execute(ctx, Config{Workers: 4, Duration: time.Minute, Tick: 100 * time.Millisecond}, ff.factory())
+	res, err := execute(ctx, Config{Workers: 4, Duration: time.Minute, Tick: 100 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatalf("interrupt returned error %v", err)
 	}
@@ -327,7 +327,7 @@ func TestConnErrorBackoffAndOutage(t *testing.T) {
 		return ok("op"), nil
 	}}
 	var onErr atomic.Int64
-	res, err := Execute(context.Background(), Config{Workers: 1, Duration: 1500 * time.Millisecond, Seed: 3,
+	res, err := execute(context.Background(), Config{Workers: 1, Duration: 1500 * time.Millisecond, Seed: 3,
 		OnError: func(w int, o workload.Outcome) { onErr.Add(1) }}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
@@ -381,7 +381,7 @@ func TestStepErrorStopsRun(t *testing.T) {
 		return ok("op"), nil
 	}}
 	start := time.Now()
-	res, err := Execute(context.Background(), Config{Workers: 3, Duration: time.Minute}, ff.factory())
+	res, err := execute(context.Background(), Config{Workers: 3, Duration: time.Minute}, ff.factory())
 	if !errors.Is(err, boom) {
 		t.Fatalf("err %v, want the step error", err)
 	}
@@ -405,7 +405,7 @@ func TestInvalidOutcomeClassStopsRun(t *testing.T) {
 	ff := &fakeFleet{step: func(ctx context.Context, id int, n int64) (workload.Outcome, error) {
 		return workload.Outcome{Op: "x", Class: workload.NumClasses + 3}, nil
 	}}
-	_, err := Execute(context.Background(), Config{Workers: 1, Duration: time.Minute}, ff.factory())
+	_, err := execute(context.Background(), Config{Workers: 1, Duration: time.Minute}, ff.factory())
 	if err == nil {
 		t.Fatal("invalid class accepted")
 	}
@@ -418,7 +418,7 @@ func TestThinkTimeOutsideTimedRegion(t *testing.T) {
 		o.Think = 20 * time.Millisecond
 		return o, nil
 	}}
-	res, err := Execute(context.Background(), Config{Workers: 2, Duration: 500 * time.Millisecond}, ff.factory())
+	res, err := execute(context.Background(), Config{Workers: 2, Duration: 500 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestClosedLoopLatencyLimitCountsLate(t *testing.T) {
 		}
 		return ok("op"), nil
 	}}
-	res, err := Execute(context.Background(), Config{Workers: 1, Duration: 300 * time.Millisecond, LatencyLimit: 20 * time.Millisecond}, ff.factory())
+	res, err := execute(context.Background(), Config{Workers: 1, Duration: 300 * time.Millisecond, LatencyLimit: 20 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestMeasureHooks(t *testing.T) {
 	cfg := Config{Workers: 2, Warmup: 200 * time.Millisecond, Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond,
 		OnMeasureStart: func() { starts.Add(1); startAt.Store(int64(time.Since(t0))) },
 		OnMeasureEnd:   func() { ends.Add(1); endAt.Store(int64(time.Since(t0))) }}
-	if _, err := Execute(context.Background(), cfg, ff.factory()); err != nil {
+	if _, err := execute(context.Background(), cfg, ff.factory()); err != nil {
 		t.Fatal(err)
 	}
 	if starts.Load() != 1 || ends.Load() != 1 {
@@ -481,7 +481,7 @@ func TestPerOpTotalsAndTicks(t *testing.T) {
 		}
 		return workload.Outcome{Op: "b", Class: workload.ClassAmbiguousCommit, Attempts: 1}, nil
 	}}
-	res, err := Execute(context.Background(), Config{Workers: 2, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond}, ff.factory())
+	res, err := execute(context.Background(), Config{Workers: 2, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}

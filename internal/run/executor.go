@@ -109,6 +109,7 @@ type runner struct {
 
 	reg     *metrics.Registry
 	workers []*workerState
+	threads int // goroutines driving the workers
 	outages outageTracker
 
 	// Open loop.
@@ -280,11 +281,20 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.base = time.Now()
 	startedAt := r.base.Round(0)
 
-	for _, ws := range r.workers {
-		if r.open {
-			go r.openLoop(ws)
-		} else {
-			go r.closedLoop(ws)
+	r.threads = len(r.workers)
+	if r.multiplexable() {
+		groups := r.muxGroups()
+		r.threads = len(groups)
+		for _, g := range groups {
+			go r.muxLoop(g)
+		}
+	} else {
+		for _, ws := range r.workers {
+			if r.open {
+				go r.openLoop(ws)
+			} else {
+				go r.closedLoop(ws)
+			}
 		}
 	}
 	if r.open {
@@ -628,6 +638,7 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 	res := &Result{
 		Interrupted:      c.interrupted,
 		Workers:          r.cfg.Workers,
+		Threads:          r.threads,
 		OpenLoop:         r.open,
 		TargetRate:       r.cfg.Rate,
 		Totals:           map[workload.OutcomeClass]int64{},

@@ -43,6 +43,9 @@ type fakeFleet struct {
 }
 
 func (ff *fakeFleet) factory() Factory {
+	if muxMode {
+		return ff.muxFactory(-1)
+	}
 	return func(ctx context.Context, id int) (workload.Worker, error) {
 		ff.made.Add(1)
 		return &fakeWorker{id: id, step: ff.step, closed: &ff.closed, steps: &ff.steps}, nil

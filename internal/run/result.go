@@ -31,8 +31,11 @@ type Result struct {
 	MeasuredSeconds float64
 	Interrupted     bool
 	Workers         int
-	OpenLoop        bool
-	TargetRate      float64
+	// Threads is the number of goroutines that drove the workers: Workers,
+	// or fewer when they were multiplexed (Config.Threads).
+	Threads    int
+	OpenLoop   bool
+	TargetRate float64
 	// Ops has one entry per (op, class), sorted by op then class.
 	Ops []OpStats
 	// Totals counts outcomes per class (classes with none are absent).

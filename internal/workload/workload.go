@@ -83,6 +83,38 @@ type Worker interface {
 	Close() error
 }
 
+// Multiplexed is a Worker whose step can also be driven in pieces, so that
+// one executor thread serves several workers (pgbench -j): Begin sends the
+// first request and returns; when the descriptor from Fd is readable,
+// Continue reads the reply and sends the next request or ends the step.
+// Step must behave as Begin followed by Continue until not pending (a
+// blocking Continue then simply waits for the reply).
+type Multiplexed interface {
+	Worker
+	// Multiplex(true) switches the worker to being driven with others from
+	// one thread that the executor manages (the worker then leaves its
+	// goroutine's thread alone). It reports false, changing nothing, when
+	// the worker cannot be polled (e.g. its connection is not a plain
+	// socket); the executor then gives every worker its own goroutine, and
+	// switches back with Multiplex(false) the ones that had accepted.
+	Multiplex(on bool) bool
+	// Begin starts a step. pending false means the step already ended
+	// (o is its outcome, e.g. it could not connect); err as Step's.
+	Begin(ctx context.Context) (o Outcome, pending bool, err error)
+	// Continue goes on with a pending step; it is called when Fd is
+	// readable (or after ctx was cancelled, to let the step fail fast).
+	Continue(ctx context.Context) (o Outcome, pending bool, err error)
+	// Fd is the descriptor the pending step waits on.
+	Fd() int
+}
+
+// Thread is the scheduling discipline of a goroutine that drives
+// multiplexed workers: Tick before each round of work, Stop when done.
+type Thread interface {
+	Tick()
+	Stop()
+}
+
 // Meta describes a workload.
 type Meta struct {
 	Name        string

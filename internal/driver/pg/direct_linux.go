@@ -101,6 +101,17 @@ func IsDirect(c net.Conn) bool {
 	return ok
 }
 
+// DirectFd returns the socket descriptor of a direct connection, for
+// poll(2), and false for any other connection. The descriptor belongs to c:
+// it is valid until c is closed.
+func DirectFd(c net.Conn) (int, bool) {
+	d, ok := c.(*directConn)
+	if !ok {
+		return -1, false
+	}
+	return d.fd, true
+}
+
 func (c *directConn) incref() bool {
 	for {
 		s := c.state.Load()

@@ -10,3 +10,6 @@ func newDirectConn(c net.Conn) (net.Conn, bool) { return c, false }
 
 // IsDirect reports whether c is a direct connection: never on this system.
 func IsDirect(c net.Conn) bool { return false }
+
+// DirectFd: there are no direct connections on this system.
+func DirectFd(c net.Conn) (int, bool) { return -1, false }

@@ -19,6 +19,9 @@ type Session struct {
 	Conn   *pgx.Conn
 	Direct bool   // Conn does blocking syscalls on the step's OS thread
 	Thread Thread // scheduling discipline of that thread
+	// Shared: the session is driven with others from one thread that its
+	// owner (the executor) manages; Ready leaves the thread alone.
+	Shared bool
 
 	watchedDone <-chan struct{}
 	stopWatch   func() bool
@@ -28,6 +31,15 @@ type Session struct {
 func (s *Session) Use(conn *pgx.Conn) {
 	s.Conn = conn
 	s.Direct = IsDirect(conn.PgConn().Conn())
+}
+
+// Fd returns the descriptor of a direct connection, for poll(2), or -1.
+func (s *Session) Fd() int {
+	if s.Conn == nil {
+		return -1
+	}
+	fd, _ := DirectFd(s.Conn.PgConn().Conn())
+	return fd
 }
 
 // Drop closes the connection, if any, and stops watching for its sake.
@@ -75,7 +87,7 @@ func (s *Session) Unwatch() {
 // done, or there is no connection and reconnect fails, it fills out with
 // the outcome of a step that could not start and returns false.
 func (s *Session) Ready(ctx context.Context, out *workload.Outcome, reconnect func(context.Context) error) bool {
-	if s.Direct {
+	if s.Direct && !s.Shared {
 		s.Thread.Tick()
 	}
 	if err := ctx.Err(); err != nil {

@@ -98,6 +98,10 @@ type Worker struct {
 	steps  []stmt
 	bigAid bool
 
+	// the step in progress
+	out workload.Outcome
+	cur int // statement in flight (not used in a pipeline)
+
 	// encoded parameter values, reused for every transaction
 	buf    [nParams][8]byte
 	enc    [nParams][]byte
@@ -171,41 +175,114 @@ func (w *Worker) reconnect(ctx context.Context) error {
 }
 
 // Step runs one transaction of the script, retrying serialization failures
-// and deadlocks with the same values up to MaxTries.
+// and deadlocks with the same values up to MaxTries. It is Begin, then
+// Continue (blocking in the read of each reply) until the step ends.
 func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
-	out := workload.Outcome{Op: w.o.Script, Attempts: 1}
-	if !w.Ready(ctx, &out, w.reconnect) {
-		return out, nil
+	o, pending, err := w.Begin(ctx)
+	for pending {
+		o, pending, err = w.Continue(ctx)
+	}
+	return o, err
+}
+
+// Multiplex makes the worker one of several driven from one thread by the
+// executor (workload.Multiplexed); only a direct connection can be polled.
+func (w *Worker) Multiplex(on bool) bool {
+	if on && !w.Direct {
+		return false
+	}
+	w.Shared = on
+	return true
+}
+
+// Begin draws the transaction's values and sends its first round trip.
+func (w *Worker) Begin(ctx context.Context) (workload.Outcome, bool, error) {
+	w.out = workload.Outcome{Op: w.o.Script, Attempts: 1}
+	if !w.Ready(ctx, &w.out, w.reconnect) {
+		return w.out, false, nil
 	}
 	w.draw()
-	for {
-		err, inCommit := w.attempt()
-		if err == nil {
-			out.Class, _ = driver.Classify(nil, false, out.Attempts)
-			return out, nil
-		}
-		if w.Lost(ctx, err, inCommit, &out) {
-			return out, nil
-		}
-		code := driver.SQLState(err)
-		if w.o.Script != ScriptSelectOnly {
-			// Leave the aborted transaction before anything else.
-			if rerr := w.rollback(); rerr != nil {
-				out.Class, out.SQLState, out.Err = workload.ClassConnError, driver.SQLState(rerr), rerr
-				return out, nil
-			}
-		}
-		if driver.Retryable(code) && out.Attempts < w.o.MaxTries && ctx.Err() == nil {
-			out.Attempts++
-			continue
-		}
-		out.Class, out.SQLState = driver.Classify(err, false, out.Attempts)
-		if !driver.Retryable(code) {
-			out.Class = workload.ClassFailedError
-		}
-		out.Err = err
-		return out, nil
+	return w.start(ctx)
+}
+
+// start sends the first round trip of an attempt: the first statement, or
+// the whole transaction in a pipeline.
+func (w *Worker) start(ctx context.Context) (workload.Outcome, bool, error) {
+	w.cur = 0
+	if err := w.send(); err != nil {
+		return w.failed(ctx, err)
 	}
+	return w.out, true, nil
+}
+
+// Continue reads the reply of the round trip in flight, then sends the
+// next statement or ends the step.
+//
+// The statements go through pgconn's wire protocol layer (Frontend, and
+// ReceiveMessage, which keeps the connection's state: transaction status,
+// parameter changes, notices, fatal errors closing it): the same messages
+// as PgConn.ExecStatement (Bind, a Describe for statements without result
+// columns, Execute, Sync; or one Sync for the whole transaction in a
+// pipeline) without its per-statement set-up: the busy lock, the result
+// reader, the slow-write timer (two timer updates per statement) and a
+// command tag string. The messages are built once per worker: the
+// parameter slices they hold are the ones draw fills. Everything is
+// small enough to fit the socket buffers, so the write cannot dead-lock
+// against an unread reply, which is what pgconn's slow-write timer guards
+// against.
+func (w *Worker) Continue(ctx context.Context) (workload.Outcome, bool, error) {
+	if err := w.receive(); err != nil {
+		return w.failed(ctx, err)
+	}
+	if !w.o.Pipeline && w.cur < len(w.steps)-1 {
+		w.cur++
+		if err := w.send(); err != nil {
+			return w.failed(ctx, err)
+		}
+		return w.out, true, nil
+	}
+	w.out.Class, _ = driver.Classify(nil, false, w.out.Attempts)
+	return w.out, false, nil
+}
+
+// Fd is the descriptor of the worker's connection (workload.Multiplexed).
+func (w *Worker) Fd() int { return w.Session.Fd() }
+
+// failed handles an error of the round trip in flight: a lost connection
+// ends the step; otherwise the aborted transaction is rolled back and a
+// serialization failure or deadlock is retried with the same values.
+func (w *Worker) failed(ctx context.Context, err error) (workload.Outcome, bool, error) {
+	if w.Lost(ctx, err, w.inCommit(), &w.out) {
+		return w.out, false, nil
+	}
+	code := driver.SQLState(err)
+	if w.o.Script != ScriptSelectOnly {
+		// Leave the aborted transaction before anything else.
+		if rerr := w.rollback(); rerr != nil {
+			w.out.Class, w.out.SQLState, w.out.Err = workload.ClassConnError, driver.SQLState(rerr), rerr
+			return w.out, false, nil
+		}
+	}
+	if driver.Retryable(code) && w.out.Attempts < w.o.MaxTries && ctx.Err() == nil {
+		w.out.Attempts++
+		return w.start(ctx)
+	}
+	w.out.Class, w.out.SQLState = driver.Classify(err, false, w.out.Attempts)
+	if !driver.Retryable(code) {
+		w.out.Class = workload.ClassFailedError
+	}
+	w.out.Err = err
+	return w.out, false, nil
+}
+
+// inCommit reports whether the round trip in flight holds the commit, where
+// a lost connection makes the outcome unknown: the END statement, or in a
+// pipeline the whole writing transaction.
+func (w *Worker) inCommit() bool {
+	if w.o.Pipeline {
+		return w.o.Script != ScriptSelectOnly
+	}
+	return w.cur == len(w.steps)-1 && w.steps[w.cur].sql == sqlEnd
 }
 
 // draw picks the transaction's values as pgbench's scripts do: aid with the
@@ -226,41 +303,19 @@ func (w *Worker) draw() {
 	binary.BigEndian.PutUint32(w.enc[pDelta], uint32(int32(delta)))
 }
 
-// attempt runs the statements once. It reports whether a failure happened
-// at the commit (END), where a lost connection makes the outcome unknown.
-//
-// The statements go through pgconn's wire protocol layer (Frontend, and
-// ReceiveMessage, which keeps the connection's state: transaction status,
-// parameter changes, notices, fatal errors closing it): the same messages
-// as PgConn.ExecStatement (Bind, a Describe for statements without result
-// columns, Execute, Sync; or one Sync for the whole transaction in a
-// pipeline) without its per-statement set-up: the busy lock, the result
-// reader, the slow-write timer (two timer updates per statement) and a
-// command tag string. The messages are built once per worker: the
-// parameter slices they hold are the ones draw fills. Everything is
-// small enough to fit the socket buffers, so the write cannot dead-lock
-// against an unread reply, which is what pgconn's slow-write timer guards
-// against.
-func (w *Worker) attempt() (error, bool) {
-	pc := w.Conn.PgConn()
-	fe := pc.Frontend()
+// send sends the round trip of statement cur (all statements in a
+// pipeline) with its Sync.
+func (w *Worker) send() error {
+	fe := w.Conn.PgConn().Frontend()
 	if w.o.Pipeline {
 		for i := range w.steps {
 			w.queue(fe, i)
 		}
-		err := w.roundTrip(pc, fe)
-		// In a pipeline the whole transaction is in flight when the
-		// connection dies.
-		return err, err != nil && w.o.Script != ScriptSelectOnly
+	} else {
+		w.queue(fe, w.cur)
 	}
-	last := len(w.steps) - 1
-	for i := range w.steps {
-		w.queue(fe, i)
-		if err := w.roundTrip(pc, fe); err != nil {
-			return err, i == last && w.steps[i].sql == sqlEnd
-		}
-	}
-	return nil, false
+	fe.SendSync(&w.sync)
+	return fe.Flush()
 }
 
 // queue buffers the messages of step i.
@@ -272,17 +327,14 @@ func (w *Worker) queue(fe *pgproto3.Frontend, i int) {
 	fe.SendExecute(&w.execute)
 }
 
-// roundTrip sends the queued messages and a Sync, and reads the replies up
-// to ReadyForQuery. It returns the first error the server reported, else a
+// receive reads the replies of the round trip in flight up to
+// ReadyForQuery. It returns the first error the server reported, else a
 // connection error.
-func (w *Worker) roundTrip(pc *pgconn.PgConn, fe *pgproto3.Frontend) error {
-	fe.SendSync(&w.sync)
-	if err := fe.Flush(); err != nil {
-		return err
-	}
+func (w *Worker) receive() error {
+	pc := w.Conn.PgConn()
 	var first error
 	for {
-		// context.Background(): see watch.
+		// context.Background(): see Session.Watch.
 		msg, err := pc.ReceiveMessage(context.Background())
 		if err != nil {
 			return err

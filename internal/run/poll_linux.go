@@ -1,0 +1,64 @@
+//go:build linux
+
+package run
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pollSupported: multiplexed workers are driven with poll(2).
+const pollSupported = true
+
+// poller waits for readability on a set of descriptors, each tagged with
+// its slot index. It is reused for every wait (no allocation).
+type poller struct {
+	fds   []unix.PollFd
+	slots []int
+	ready []int
+}
+
+func newPoller(n int) *poller {
+	return &poller{fds: make([]unix.PollFd, 0, n), slots: make([]int, 0, n), ready: make([]int, 0, n)}
+}
+
+func (p *poller) reset() { p.fds, p.slots = p.fds[:0], p.slots[:0] }
+
+func (p *poller) len() int { return len(p.fds) }
+
+func (p *poller) add(slot, fd int) {
+	p.fds = append(p.fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	p.slots = append(p.slots, slot)
+}
+
+// wait blocks until at least one descriptor is readable (or in error or
+// hung up: the read then reports it), or timeout passes, and returns the
+// slots that are ready. With no descriptor it sleeps for timeout.
+func (p *poller) wait(timeout time.Duration) []int {
+	p.ready = p.ready[:0]
+	deadline := time.Now().Add(timeout)
+	for {
+		ms := int((timeout + time.Millisecond - 1) / time.Millisecond)
+		if ms < 0 {
+			ms = 0
+		}
+		n, err := unix.Poll(p.fds, ms)
+		if err == unix.EINTR {
+			// The Go runtime's preemption signal; wait out the rest.
+			if timeout = time.Until(deadline); timeout > 0 {
+				continue
+			}
+			return p.ready
+		}
+		if err != nil || n <= 0 {
+			return p.ready
+		}
+		for i := range p.fds {
+			if p.fds[i].Revents != 0 {
+				p.ready = append(p.ready, p.slots[i])
+			}
+		}
+		return p.ready
+	}
+}

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package run
+
+import "time"
+
+// pollSupported: multiplexing is implemented with poll(2) on Linux only;
+// elsewhere every worker gets its own goroutine.
+const pollSupported = false
+
+type poller struct{}
+
+func newPoller(n int) *poller              { return &poller{} }
+func (p *poller) reset()                   {}
+func (p *poller) len() int                 { return 0 }
+func (p *poller) add(slot, fd int)         {}
+func (p *poller) wait(time.Duration) []int { time.Sleep(time.Millisecond); return nil }
