@@ -4,7 +4,8 @@
 # Builds tunebench, starts a throw-away managed server with fixed settings,
 # loads the pgbench tables, then runs each case RUNS times per tool,
 # alternating pgbench / tunebench (A B A B ...), and prints the medians of tps
-# and of the client's CPU time per 1,000 transactions, with ratios:
+# and of the client's CPU time per 1,000 transactions, with ratios (both
+# tools serve the clients from JOBS threads, -j):
 #
 #   select-only   pgbench -S -M prepared      vs  tunebench run tpcb -b select-only
 #   tpcb-like     pgbench -M prepared         vs  tunebench run tpcb -b tpcb-like
@@ -94,7 +95,7 @@ def pgbench_cmd(case):
 
 def tunebench_cmd(case):
     c = [tb, "run", "tpcb", "--server-dir", srv, "-b", "tpcb-like" if case == "pipeline" else case,
-         "-c", clients, "-T", dur + "s", "-P", "0", "--no-check", "--results", results, "--json", summary]
+         "-c", clients, "-j", jobs, "-T", dur + "s", "-P", "0", "--no-check", "--results", results, "--json", summary]
     if case == "pipeline":
         c += ["--pipeline"]
     return c
