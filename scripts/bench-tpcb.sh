@@ -17,9 +17,10 @@
 # the measurement window (driver.cpu_s in its --json summary).
 #
 # Settings (environment): SCALE (10) CLIENTS (4) DURATION seconds (30)
-# RUNS (3) JOBS pgbench threads (number of cores, at most CLIENTS)
-# PIPELINE=0 skips the pipeline case. The server and its data are removed on
-# exit, whatever happens.
+# RUNS (3) JOBS threads of both tools (number of cores, at most CLIENTS)
+# PIPELINE=0 skips the pipeline case; CASES=select-only,tpcb-like runs only
+# the cases named. The server and its data are removed on exit, whatever
+# happens.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -73,7 +74,7 @@ psql -XAtc "SELECT '  ' || name || ' = ' || current_setting(name) FROM pg_settin
                            'wal_sync_method', 'huge_pages', 'jit')
             ORDER BY name"
 
-TB="$TB" WORK="$work" SCALE="$SCALE" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" PIPELINE="$PIPELINE" \
+TB="$TB" WORK="$work" SCALE="$SCALE" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" PIPELINE="$PIPELINE" CASES="${CASES:-}" \
 python3 - <<'PY'
 import json, os, re, resource, statistics, subprocess, sys
 
@@ -122,6 +123,8 @@ def tunebench(case):
     return d["tps"], d["driver"]["cpu_ms_per_1000_tx"]
 
 cases = ["select-only", "tpcb-like"] + (["pipeline"] if os.environ["PIPELINE"] != "0" else [])
+if os.environ.get("CASES"):
+    cases = [c for c in cases if c in os.environ["CASES"].split(",")]
 print("\n== commands")
 for case in cases:
     print("%-11s  %s" % (case, " ".join(pgbench_cmd(case)).replace(work, "$WORK")))

@@ -34,22 +34,19 @@ func (p *poller) add(slot, fd int) {
 
 // wait blocks until at least one descriptor is readable (or in error or
 // hung up: the read then reports it), or timeout passes, and returns the
-// slots that are ready. With no descriptor it sleeps for timeout.
+// slots that are ready. With no descriptor it sleeps for timeout. A signal
+// (the Go runtime's preemption) restarts the wait with the whole timeout:
+// the caller's loop keeps its own time.
 func (p *poller) wait(timeout time.Duration) []int {
 	p.ready = p.ready[:0]
-	deadline := time.Now().Add(timeout)
+	ms := int((timeout + time.Millisecond - 1) / time.Millisecond)
+	if ms < 0 {
+		ms = 0
+	}
 	for {
-		ms := int((timeout + time.Millisecond - 1) / time.Millisecond)
-		if ms < 0 {
-			ms = 0
-		}
 		n, err := unix.Poll(p.fds, ms)
 		if err == unix.EINTR {
-			// The Go runtime's preemption signal; wait out the rest.
-			if timeout = time.Until(deadline); timeout > 0 {
-				continue
-			}
-			return p.ready
+			continue
 		}
 		if err != nil || n <= 0 {
 			return p.ready
