@@ -24,28 +24,45 @@ func newLoadBar(s *State) *loadBar {
 }
 
 func (b *loadBar) update(phase string, rows, total int64, elapsed time.Duration, final bool) {
-	now := time.Now()
-	if !final && now.Sub(b.last) < b.every {
+	if !b.due(final) {
 		return
 	}
-	b.last = now
 	frac := 0.0
 	if total > 0 {
 		frac = float64(rows) / float64(total)
 	}
-	rate := 0.0
-	if elapsed > 0 {
-		rate = float64(rows) / elapsed.Seconds()
-	}
+	rate := rowRate(rows, elapsed)
 	eta := "-"
 	if rate > 0 && rows < total && phase == "generate" {
 		eta = (time.Duration(float64(total-rows)/rate) * time.Second / time.Second).Round(time.Second).String()
 	}
+	b.render(phase, rows, frac, rate, elapsed, eta, final)
+}
+
+// due reports whether a line is due now (always for the final one).
+func (b *loadBar) due(final bool) bool {
+	now := time.Now()
+	if !final && now.Sub(b.last) < b.every {
+		return false
+	}
+	b.last = now
+	return true
+}
+
+func rowRate(rows int64, elapsed time.Duration) float64 {
+	if elapsed <= 0 {
+		return 0
+	}
+	return float64(rows) / elapsed.Seconds()
+}
+
+// render draws the bar (terminal) or prints the line if it changed (logs).
+func (b *loadBar) render(what string, rows int64, frac, rate float64, elapsed time.Duration, eta string, final bool) {
 	const width = 30
 	filled := int(frac * width)
 	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
 	line := fmt.Sprintf("[%s] %5.1f%% %s rows, %s rows/s, %s elapsed, ETA %s  (%s)",
-		bar, 100*frac, human(float64(rows)), human(rate), elapsed.Round(100*time.Millisecond), eta, phase)
+		bar, 100*frac, human(float64(rows)), human(rate), elapsed.Round(100*time.Millisecond), eta, what)
 	if b.s.StderrTTY {
 		b.s.eprintf("\r%-110s", line)
 		if final {
@@ -77,34 +94,12 @@ func human(v float64) string {
 // rows while data is copied, then key and ANALYZE steps): frac in [0, 1],
 // what names the phase, eta < 0 means unknown. The rate is rows per second.
 func (b *loadBar) updateFrac(what string, rows int64, frac float64, elapsed, eta time.Duration, final bool) {
-	now := time.Now()
-	if !final && now.Sub(b.last) < b.every {
+	if !b.due(final) {
 		return
-	}
-	b.last = now
-	frac = max(0, min(frac, 1))
-	rate := 0.0
-	if elapsed > 0 {
-		rate = float64(rows) / elapsed.Seconds()
 	}
 	etaText := "-"
 	if eta >= 0 && !final {
 		etaText = eta.Round(time.Second).String()
 	}
-	const width = 30
-	filled := int(frac * width)
-	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
-	line := fmt.Sprintf("[%s] %5.1f%% %s rows, %s rows/s, %s elapsed, ETA %s  (%s)",
-		bar, 100*frac, human(float64(rows)), human(rate), elapsed.Round(100*time.Millisecond), etaText, what)
-	if b.s.StderrTTY {
-		b.s.eprintf("\r%-110s", line)
-		if final {
-			b.s.eprintf("\n")
-		}
-		return
-	}
-	if line != b.lastLine {
-		b.s.eprintf("%s\n", line)
-		b.lastLine = line
-	}
+	b.render(what, rows, max(0, min(frac, 1)), rowRate(rows, elapsed), elapsed, etaText, final)
 }
