@@ -43,6 +43,8 @@ func TestBadInput(t *testing.T) {
 			want: []string{"--clients"}},
 		{name: "negative threads", args: run("--threads", "-1"), code: 2,
 			want: []string{"--threads"}},
+		{name: "unknown follow-server mode", args: run("--follow-server", "maybe"), code: 2,
+			want: []string{"--follow-server", "auto, on or off"}},
 		{name: "threads with a rate", args: run("--clients", "4", "--threads", "2", "--rate", "100"), code: 2,
 			want: []string{"--threads", "--rate"}},
 		{name: "unknown setting", args: run("--set", "shard_buffers=1GB"), code: 2,

@@ -85,6 +85,7 @@ func tpcbAdapter() *experimentAdapter {
 			{Name: "script", Kind: experiment.KindString, Default: tpcb.ScriptTPCB, Enum: tpcb.Scripts()},
 			{Name: "clients", Kind: experiment.KindInt, Default: "1", Min: 1, HasMin: true, Max: 10000, HasMax: true},
 			{Name: "threads", Kind: experiment.KindInt, Default: "0", HasMin: true, Doc: "driver threads serving the clients, as pgbench -j; 0 = one per core, at most one per client"},
+			{Name: "follow_server", Kind: experiment.KindString, Default: "auto", Enum: []string{"auto", "on", "off"}, Doc: "pin the driver threads one per CPU and serve each connection from the thread on its server process's CPU; auto: on for select-only"},
 			{Name: "duration", Kind: experiment.KindDuration, Default: "60s"},
 			{Name: "transactions", Kind: experiment.KindInt, HasMin: true},
 			{Name: "warmup", Kind: experiment.KindDuration, Doc: "warm-up inside each run, not counted"},
@@ -136,7 +137,7 @@ func tpcbAdapter() *experimentAdapter {
 		run: func(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st *store.Store, req experimentRun) (*summary, error) {
 			o := req.Options
 			p := tpcbParams{
-				Script: o.String("script"), Clients: int(o.Int("clients")), Threads: int(o.Int("threads")), Duration: o.Duration("duration"),
+				Script: o.String("script"), Clients: int(o.Int("clients")), Threads: int(o.Int("threads")), FollowServer: o.String("follow_server"), Duration: o.Duration("duration"),
 				Transactions: o.Int("transactions"), Warmup: o.Duration("warmup"), Rate: o.Float("rate"),
 				LatencyLimit: o.Duration("latency_limit"), MaxTries: int(o.Int("max_tries")), Distribution: o.String("distribution"),
 				Pipeline: o.Bool("pipeline"), Seed: req.Seed, Progress: req.Progress, NoCheck: o.Bool("no_check"),

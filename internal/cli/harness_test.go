@@ -238,6 +238,8 @@ type summaryJSON struct {
 	Status       string             `json:"status"`
 	Clients      int                `json:"clients"`
 	Threads      int                `json:"threads"`
+	FollowServer bool               `json:"follow_server"`
+	Handovers    int64              `json:"handovers"`
 	Scale        int                `json:"scale"`
 	DurationS    float64            `json:"duration_s"`
 	Transactions int64              `json:"transactions"`

@@ -35,6 +35,7 @@ type tpcbParams struct {
 	Script       string        `json:"script"`
 	Clients      int           `json:"clients"`
 	Threads      int           `json:"threads,omitempty"`
+	FollowServer string        `json:"follow_server,omitempty"` // auto, on or off
 	Duration     time.Duration `json:"duration_ns"`
 	Transactions int64         `json:"transactions_per_client"`
 	Warmup       time.Duration `json:"warmup_ns"`
@@ -59,7 +60,7 @@ func newRunTPCBCmd(s *State) *cobra.Command {
 	var cf connFlags
 	var rf resultsFlag
 	var jsonPath, dist, cpuProfile string
-	p := tpcbParams{Script: tpcb.ScriptTPCB, Clients: 1, MaxTries: 1, Progress: time.Second, MaxErrorsPct: 1}
+	p := tpcbParams{Script: tpcb.ScriptTPCB, Clients: 1, FollowServer: "auto", MaxTries: 1, Progress: time.Second, MaxErrorsPct: 1}
 	cmd := &cobra.Command{
 		Use:   "tpcb --script S --clients N (--duration D | --transactions T) [--rate R [--latency-limit L]]",
 		Short: "Run a pgbench-compatible TPC-B-like script and store the result",
@@ -105,6 +106,7 @@ interrupted (the partial result is saved, marked interrupted).`,
 	f.StringVarP(&p.Script, "script", "b", p.Script, "tpcb-like, simple-update or select-only")
 	f.IntVarP(&p.Clients, "clients", "c", p.Clients, "concurrent clients, each with its own connection")
 	f.IntVarP(&p.Threads, "threads", "j", p.Threads, "driver threads serving the clients, as pgbench -j (closed loop; 0 = one per core, at most one per client)")
+	f.StringVar(&p.FollowServer, "follow-server", p.FollowServer, "auto, on or off: with fewer threads than clients and one per CPU, pin each thread to a CPU and serve each connection from the thread on its server process's CPU (auto: on for select-only)")
 	f.DurationVarP(&p.Duration, "duration", "T", 0, "measured duration (default 1m unless --transactions)")
 	f.Int64VarP(&p.Transactions, "transactions", "t", 0, "transactions per client (like pgbench -t), instead of --duration")
 	f.DurationVar(&p.Warmup, "warmup", 0, "warm-up before measuring (run, not counted)")
@@ -167,10 +169,31 @@ func (p *tpcbParams) validate() error {
 	if p.MaxTries < 1 {
 		return errs.Usage("--max-tries takes 1 (no retry) or more", "invalid --max-tries %d", p.MaxTries)
 	}
+	switch p.FollowServer {
+	case "", "auto", "on", "off":
+	default:
+		return errs.Usage("--follow-server takes auto, on or off", "invalid --follow-server %q", p.FollowServer)
+	}
 	if p.MaxErrorsPct < 0 || p.MaxErrorsPct > 100 {
 		return errs.Usage("--max-errors-pct takes 0 to 100", "invalid --max-errors-pct %g", p.MaxErrorsPct)
 	}
 	return nil
+}
+
+// followServer resolves --follow-server. auto turns it on for select-only
+// only: there each server process keeps to one CPU, and a driver thread
+// pinned next to its connections' server processes wakes them without
+// inter-processor interrupts. In the writing scripts the server processes
+// wait on row locks and WAL flushes and move between CPUs, and pinned
+// driver threads were measured slower (docs/benchmarks.md).
+func followServer(mode, script string) bool {
+	switch mode {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return script == tpcb.ScriptSelectOnly
 }
 
 // runThreads is the executor's thread count for --threads n (0: one per
@@ -261,7 +284,7 @@ func runTPCB(ctx context.Context, s *State, t *pg.Target, srv *server.Server, st
 	}
 
 	cfg := run.Config{
-		Workers: p.Clients, Threads: runThreads(p.Threads, p.Clients, p.Rate), Duration: p.Duration, Transactions: p.Transactions, Warmup: p.Warmup,
+		Workers: p.Clients, Threads: runThreads(p.Threads, p.Clients, p.Rate), FollowServer: followServer(p.FollowServer, p.Script), Duration: p.Duration, Transactions: p.Transactions, Warmup: p.Warmup,
 		Rate: p.Rate, LatencyLimit: p.LatencyLimit, Seed: p.Seed, Tick: time.Second,
 		NewThread: func() workload.Thread { return &pg.Thread{} },
 	}

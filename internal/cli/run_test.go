@@ -35,18 +35,24 @@ func TestRunScripts(t *testing.T) {
 		script   string
 		pipeline bool
 		db       string
-		threads  int // --threads; 0: the default, one per core up to one per client
+		threads  int  // --threads; 0: the default, one per core up to one per client
+		follow   bool // two clients per core, --follow-server on
 	}
 	for i, rc := range []runCase{
-		{"tpcb-like", false, db, 0}, {"select-only", false, db, 1}, {"tpcb-like", true, db, 1}, {"simple-update", false, db2, 2},
-		{"tpcb-like", false, db, 1},
+		{"tpcb-like", false, db, 0, false}, {"select-only", false, db, 1, false}, {"tpcb-like", true, db, 1, false},
+		{"simple-update", false, db2, 2, false}, {"tpcb-like", false, db, 1, false}, {"select-only", false, db, 0, true},
 	} {
 		conn := connectDB(t, srv, rc.db)
 		name := rc.script
 		if rc.pipeline {
 			name += "+pipeline"
 		}
+		clients := 2
 		wantThreads := min(runtime.NumCPU(), 2)
+		if rc.follow {
+			clients, wantThreads = 2*runtime.NumCPU(), runtime.NumCPU()
+			name += "/follow-server"
+		}
 		if rc.threads > 0 {
 			name += fmt.Sprintf("/threads=%d", rc.threads)
 			wantThreads = rc.threads
@@ -58,12 +64,15 @@ func TestRunScripts(t *testing.T) {
 			}
 			jsonPath := tempPath(t, "summary.json")
 			args := []string{"run", "tpcb", "--server-dir", srv.Dir(), "-d", rc.db, "--results", results,
-				"--script", rc.script, "--clients", "2", "--duration", "2s", "--seed", fmt.Sprint(100 + i), "--json", jsonPath}
+				"--script", rc.script, "--clients", fmt.Sprint(clients), "--duration", "2s", "--seed", fmt.Sprint(100 + i), "--json", jsonPath}
 			if rc.pipeline {
 				args = append(args, "--pipeline")
 			}
 			if rc.threads > 0 {
 				args = append(args, "--threads", fmt.Sprint(rc.threads))
+			}
+			if rc.follow {
+				args = append(args, "--follow-server", "on")
 			}
 			r := h.run(args...)
 			if r.code != 0 {
@@ -71,7 +80,7 @@ func TestRunScripts(t *testing.T) {
 			}
 			s := readSummary(t, jsonPath)
 			checkSummaryShape(t, s)
-			if s.Status != "ok" || s.Script != rc.script || s.Clients != 2 || s.Scale != 1 || s.Workload != "tpcb" {
+			if s.Status != "ok" || s.Script != rc.script || s.Clients != clients || s.Scale != 1 || s.Workload != "tpcb" {
 				t.Errorf("summary: status %q script %q clients %d scale %d workload %q", s.Status, s.Script, s.Clients, s.Scale, s.Workload)
 			}
 			wantProto := "prepared"
@@ -80,6 +89,10 @@ func TestRunScripts(t *testing.T) {
 			}
 			if s.Threads != wantThreads {
 				t.Errorf("threads %d, want %d", s.Threads, wantThreads)
+			}
+			// Following needs a thread per CPU and 2 or more of them.
+			if wantFollow := rc.follow && runtime.NumCPU() >= 2; s.FollowServer != wantFollow {
+				t.Errorf("follow_server %v, want %v", s.FollowServer, wantFollow)
 			}
 			if s.Protocol != wantProto {
 				t.Errorf("protocol %q, want %q", s.Protocol, wantProto)

@@ -25,9 +25,14 @@ type summary struct {
 	EndedAt   time.Time `json:"ended_at"`
 	Clients   int       `json:"clients"`
 	Threads   int       `json:"threads"`
-	Scale     int       `json:"scale"`
-	DurationS float64   `json:"duration_s"`
-	WarmupS   float64   `json:"warmup_s"`
+	// FollowServer: the threads were pinned one per CPU and connections
+	// followed their server process (--follow-server); Handovers counts
+	// connections moved between threads.
+	FollowServer bool    `json:"follow_server"`
+	Handovers    int64   `json:"handovers"`
+	Scale        int     `json:"scale"`
+	DurationS    float64 `json:"duration_s"`
+	WarmupS      float64 `json:"warmup_s"`
 	// Transactions committed in the measurement phase; tps = transactions / duration_s.
 	Transactions int64             `json:"transactions"`
 	TPS          float64           `json:"tps"`
@@ -142,7 +147,7 @@ func latencyOf(h *metrics.Hist) latencyMs {
 func buildSummary(res *run.Result) summary {
 	sum := summary{
 		StartedAt: res.StartedAt, EndedAt: res.EndedAt,
-		Clients: res.Workers, Threads: res.Threads, DurationS: res.MeasuredSeconds,
+		Clients: res.Workers, Threads: res.Threads, FollowServer: res.FollowServer, Handovers: res.Handovers, DurationS: res.MeasuredSeconds,
 		Transactions: res.Committed, TPS: res.TPS,
 		LatencyMs:   latencyOf(res.Latency),
 		Outcomes:    map[string]int64{},
@@ -221,6 +226,9 @@ func printOutcomes(s *State, r summary) {
 			ol.TargetTPS, ol.AchievedTPS, ol.ScheduleLagMs.P99, ol.ScheduleLagMs.Max, ol.ServiceMs.P99, ol.Skipped, ol.Late)
 	}
 	s.printf("driver: %.2f CPU s (%.1f ms per 1,000 transactions), %d GC pauses\n", r.Driver.CPUSeconds, r.Driver.CPUMsPer1000Tx, r.Driver.GCPauses)
+	if r.FollowServer {
+		s.printf("driver threads: %d, one pinned per CPU, following the server processes (%d connection handovers)\n", r.Threads, r.Handovers)
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -48,6 +48,12 @@ type Config struct {
 	// PostgreSQL connections). It is called on each driving goroutine,
 	// concurrently.
 	NewThread func() workload.Thread
+	// FollowServer, for multiplexed threads that are as many as the CPUs
+	// the process may run on, pins thread i to the i-th of those CPUs and
+	// hands a connection to the thread on the CPU where its server process
+	// runs (workers implementing workload.Placed, a NewThread giving a
+	// workload.PinnedThread). See muxStart.
+	FollowServer bool
 	// forceMux (tests): multiplex even with one thread per worker.
 	forceMux bool
 	// Duration is the measurement duration; 0 when Transactions is used.

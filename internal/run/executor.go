@@ -109,7 +109,9 @@ type runner struct {
 
 	reg     *metrics.Registry
 	workers []*workerState
-	threads int // goroutines driving the workers
+	threads int        // goroutines driving the workers
+	follow  bool       // multiplexed threads follow the server
+	mux     *muxShared // multiplexed threads' shared state
 	outages outageTracker
 
 	// Open loop.
@@ -285,9 +287,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if r.multiplexable() {
 		groups := r.muxGroups()
 		r.threads = len(groups)
-		for _, g := range groups {
-			go r.muxLoop(g)
-		}
+		r.muxStart(groups)
 	} else {
 		for _, ws := range r.workers {
 			if r.open {
@@ -639,6 +639,8 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		Interrupted:      c.interrupted,
 		Workers:          r.cfg.Workers,
 		Threads:          r.threads,
+		FollowServer:     r.follow,
+		Handovers:        r.handovers(),
 		OpenLoop:         r.open,
 		TargetRate:       r.cfg.Rate,
 		Totals:           map[workload.OutcomeClass]int64{},

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/metrics"
@@ -24,6 +25,12 @@ type muxSlot struct {
 	thinkEnd  time.Time // think deadline (for the overrun), zero if none
 	backoff   time.Duration
 	gone      bool // exited (workerExit done)
+
+	placed    workload.Placed // with FollowServer
+	owner     int             // thread that owns the slot
+	seen      int             // thread whose CPU the server was on at the last look, -1
+	want      int             // thread the slot wants to go to (counted in wants), -1
+	handovers int
 }
 
 // multiplexable reports whether the workers can be driven Threads to a
@@ -69,43 +76,142 @@ func (r *runner) muxGroups() [][]*workerState {
 	return groups
 }
 
-// muxLoop drives a group of multiplexed workers from one goroutine, closed
-// loop: every idle worker starts its next step, then the goroutine waits in
-// poll(2) until a reply arrives on one of the connections with a step in
-// flight, and continues that step. A step's latency runs from just before
-// its Begin to just after the Continue that ends it, so time a reply spends
-// waiting while the thread serves another connection is counted, as in
-// pgbench -j. Phases, states and bookkeeping are those of closedLoop.
-func (r *runner) muxLoop(group []*workerState) {
+// muxFollowEvery is how often a multiplexed thread that follows the server
+// (Config.FollowServer) looks at where its connections' server processes
+// run; muxIdleWait bounds the wait of a thread that owns no connection
+// with a step to run, so that a connection handed to it is picked up soon.
+const (
+	muxFollowEvery = 10 * time.Millisecond
+	muxIdleWait    = 2 * time.Millisecond
+)
+
+// muxShared is the state the multiplexed threads of one run share. Each
+// slot is owned by one thread at a time; a thread hands a slot to another
+// through that thread's inbox (buffered for every slot: never blocks).
+type muxShared struct {
+	slots   []muxSlot
+	inbox   []chan int
+	cpuLoop []int // CPU number -> thread following it, -1 none
+	follow  bool
+	share   int32          // connections per thread, rounded up
+	count   []atomic.Int32 // per thread: slots owned or on their way to it
+	wants   []atomic.Int32 // [from*threads+to]: slots of from that want to go to
+	live    atomic.Int32   // slots not gone
+	running atomic.Int32   // threads not finished
+}
+
+// muxStart starts the multiplexed threads. With Config.FollowServer, and
+// when the threads are as many as the CPUs the process may run on (the
+// driver shares every CPU with the server), thread i is pinned to the i-th
+// of those CPUs and a connection whose server process keeps running on
+// another thread's CPU is handed to that thread: the client and server
+// sides of each connection then wake each other on one CPU, without
+// inter-processor interrupts. Otherwise the threads keep their blocks.
+func (r *runner) muxStart(groups [][]*workerState) {
+	sh := &muxShared{slots: make([]muxSlot, len(r.workers)), inbox: make([]chan int, len(groups))}
+	loopCPU := make([]int, len(groups))
+	for i := range loopCPU {
+		loopCPU[i] = -1
+	}
+	if cpus := allowedCPUs(); r.cfg.FollowServer && len(groups) >= 2 && len(cpus) == len(groups) && r.cfg.NewThread != nil {
+		sh.follow = true
+		for _, ws := range r.workers {
+			if _, ok := ws.w.(workload.Placed); !ok {
+				sh.follow = false
+			}
+		}
+		if sh.follow {
+			copy(loopCPU, cpus)
+			sh.cpuLoop = make([]int, cpus[len(cpus)-1]+1)
+			for c := range sh.cpuLoop {
+				sh.cpuLoop[c] = -1
+			}
+			for i, c := range cpus {
+				sh.cpuLoop[c] = i
+			}
+		}
+	}
+	r.follow, r.mux = sh.follow, sh
+
+	next := 0
+	owned := make([][]int, len(groups))
+	for g, group := range groups {
+		sh.inbox[g] = make(chan int, len(r.workers))
+		for _, ws := range group {
+			sh.slots[next] = muxSlot{ws: ws, m: ws.w.(workload.Multiplexed), owner: g, seen: -1, want: -1}
+			if sh.follow {
+				sh.slots[next].placed = ws.w.(workload.Placed)
+			}
+			owned[g] = append(owned[g], next)
+			next++
+		}
+	}
+	sh.live.Store(int32(len(sh.slots)))
+	sh.share = int32((len(sh.slots) + len(groups) - 1) / len(groups))
+	sh.count = make([]atomic.Int32, len(groups))
+	sh.wants = make([]atomic.Int32, len(groups)*len(groups))
+	for g := range groups {
+		sh.count[g].Store(int32(len(owned[g])))
+	}
+	sh.running.Store(int32(len(groups)))
+	for g := range groups {
+		go r.muxLoop(sh, g, owned[g], loopCPU[g])
+	}
+}
+
+// muxLoop is multiplexed thread id, which starts owning the slots owned:
+// closed loop, every idle worker starts its next step, then the goroutine
+// waits in poll(2) until a reply arrives on one of the connections with a
+// step in flight, and continues that step. A step's latency runs from just
+// before its Begin to just after the Continue that ends it, so time a reply
+// spends waiting while the thread serves another connection is counted, as
+// in pgbench -j. Phases, states and bookkeeping are those of closedLoop.
+// The thread runs until every slot of the run is gone; cpu >= 0 pins it and
+// makes it hand over connections whose server runs on another thread's CPU.
+func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 	var th workload.Thread
 	if r.cfg.NewThread != nil {
 		th = r.cfg.NewThread()
+		if p, ok := th.(workload.PinnedThread); ok && cpu >= 0 {
+			p.Pin(cpu)
+		}
 	}
-	slots := make([]muxSlot, len(group))
-	for i, ws := range group {
-		slots[i] = muxSlot{ws: ws, m: ws.w.(workload.Multiplexed)}
-	}
+	slots := sh.slots
 	defer func() {
-		for i := range slots {
-			r.muxExit(&slots[i])
+		for _, i := range owned {
+			r.muxExit(sh, &slots[i])
 		}
 		if th != nil {
 			th.Stop()
 		}
-		// Only now the workers count as gone: when the run ends, the
-		// group's goroutine is done with them and with its thread.
-		for _, ws := range group {
-			close(ws.exited)
+		// Only when the last thread is done the workers count as gone:
+		// no goroutine uses them or its thread any more.
+		if sh.running.Add(-1) == 0 {
+
+			for i := range slots {
+				close(slots[i].ws.exited)
+			}
 		}
 	}()
 	ms := r.base.Add(r.msOff)
 	me := r.base.Add(r.meOff)
-	poller := newPoller(len(group))
-	live := len(slots)
+	poller := newPoller(len(slots))
 	stopping := false
-	for live > 0 {
+	var lastFollow time.Time
+	for sh.live.Load() > 0 {
 		if th != nil {
 			th.Tick()
+		}
+		// Take the connections handed over.
+	inbox:
+		for {
+			select {
+			case i := <-sh.inbox[id]:
+				slots[i].owner = id
+				owned = append(owned, i)
+			default:
+				break inbox
+			}
 		}
 		if !stopping {
 			select {
@@ -114,16 +220,21 @@ func (r *runner) muxLoop(group []*workerState) {
 			default:
 			}
 		}
+		if sh.follow && !stopping {
+			if now := time.Now(); now.Sub(lastFollow) >= muxFollowEvery {
+				lastFollow = now
+				owned = r.muxFollow(sh, id, owned)
+			}
+		}
 		// Start a step on every idle worker that may start one.
 		var wake time.Time
-		for i := range slots {
+		for _, i := range owned {
 			sl := &slots[i]
 			if sl.gone || sl.pending {
 				continue
 			}
 			if stopping {
-				r.muxExit(sl)
-				live--
+				r.muxExit(sh, sl)
 				continue
 			}
 			now := time.Now()
@@ -143,20 +254,17 @@ func (r *runner) muxLoop(group []*workerState) {
 			if !now.Before(ms) {
 				if r.txMode {
 					if sl.ws.done >= r.cfg.Transactions {
-						r.muxExit(sl)
-						live--
+						r.muxExit(sh, sl)
 						continue
 					}
 				} else if !now.Before(me) {
-					r.muxExit(sl)
-					live--
+					r.muxExit(sh, sl)
 					continue
 				}
 				st = stStepMeasure
 			}
 			if !sl.ws.state.CompareAndSwap(stIdle, st) {
-				r.muxExit(sl) // closed at the drain deadline
-				live--
+				r.muxExit(sh, sl) // closed at the drain deadline
 				continue
 			}
 			sl.st, sl.start = st, now
@@ -165,21 +273,25 @@ func (r *runner) muxLoop(group []*workerState) {
 				sl.pending = true
 				continue
 			}
-			if !r.muxDone(sl, o, err) {
-				live--
-			}
+			r.muxDone(sh, sl, o, err)
 		}
-		if live == 0 {
+		owned = compactOwned(slots, owned)
+		if sh.live.Load() == 0 {
 			break
 		}
 		// Wait for a reply on one of the connections with a step in flight.
 		poller.reset()
-		for i := range slots {
+		for _, i := range owned {
 			if slots[i].pending {
 				poller.add(i, slots[i].m.Fd())
 			}
 		}
 		timeout := muxPollMax
+		if poller.len() == 0 {
+			// Nothing in flight here: connections may be handed over, or
+			// the other threads are finishing.
+			timeout = muxIdleWait
+		}
 		if !wake.IsZero() {
 			if d := time.Until(wake); d < timeout {
 				timeout = d
@@ -193,7 +305,7 @@ func (r *runner) muxLoop(group []*workerState) {
 			// Cancelled at the drain deadline: let every step in flight
 			// fail fast (Continue on a cancelled step does not block).
 			ready = ready[:0]
-			for i := range slots {
+			for _, i := range owned {
 				if slots[i].pending {
 					ready = append(ready, i)
 				}
@@ -206,21 +318,89 @@ func (r *runner) muxLoop(group []*workerState) {
 				continue
 			}
 			sl.pending = false
-			if !r.muxDone(sl, o, err) {
-				live--
-			}
+			r.muxDone(sh, sl, o, err)
 		}
 	}
 }
 
+// compactOwned drops the slots that are gone.
+func compactOwned(slots []muxSlot, owned []int) []int {
+	k := 0
+	for _, i := range owned {
+		if !slots[i].gone {
+			owned[k] = i
+			k++
+		}
+	}
+	return owned[:k]
+}
+
+// muxFollow hands each idle connection of thread me whose server process
+// ran on another thread's CPU at the last two looks to that thread, and
+// returns the slots me keeps. The threads stay balanced: a thread takes a
+// connection only while it owns fewer than its share, or when one of its
+// own connections wants to go the other way (that one follows at its
+// owner's next look, a swap). Without the bound, writing transactions pile
+// every connection onto one thread: the backends it wakes are pulled to its
+// CPU, so their replies come from there, which draws the next connection.
+func (r *runner) muxFollow(sh *muxShared, me int, owned []int) []int {
+	k := 0
+	for _, i := range owned {
+		sl := &sh.slots[i]
+		if sl.gone || sl.pending {
+			owned[k] = i
+			k++
+			continue
+		}
+		to := -1
+		if c := sl.placed.ServerCPU(); c >= 0 && c < len(sh.cpuLoop) && sh.cpuLoop[c] != me {
+			to = sh.cpuLoop[c]
+		}
+		want := -1
+		if to >= 0 && to == sl.seen {
+			want = to
+		}
+		sl.seen = to
+		sh.setWant(me, sl, want)
+		if want >= 0 && (sh.count[want].Load() < sh.share || sh.wants[want*len(sh.inbox)+me].Load() > 0) {
+			sh.setWant(me, sl, -1)
+			sl.seen = -1
+			sl.handovers++
+			sh.count[me].Add(-1)
+			sh.count[want].Add(1)
+			sh.inbox[want] <- i
+			continue
+		}
+		owned[k] = i
+		k++
+	}
+	return owned[:k]
+}
+
+// setWant records that slot sl of thread owner wants to go to thread to
+// (-1: nowhere).
+func (sh *muxShared) setWant(owner int, sl *muxSlot, to int) {
+	if sl.want == to {
+		return
+	}
+	n := len(sh.inbox)
+	if sl.want >= 0 {
+		sh.wants[owner*n+sl.want].Add(-1)
+	}
+	if to >= 0 {
+		sh.wants[owner*n+to].Add(1)
+	}
+	sl.want = to
+}
+
 // muxDone records the end of slot's step, as closedLoop does after Step,
 // and reports whether the worker goes on (false: it exited).
-func (r *runner) muxDone(sl *muxSlot, o workload.Outcome, err error) bool {
+func (r *runner) muxDone(sh *muxShared, sl *muxSlot, o workload.Outcome, err error) bool {
 	ws := sl.ws
 	end := time.Now()
 	st := sl.st
 	if !ws.state.CompareAndSwap(st, stIdle) {
-		r.muxExit(sl) // abandoned at the drain deadline: counted as unfinished
+		r.muxExit(sh, sl) // abandoned at the drain deadline: counted as unfinished
 		return false
 	}
 	if err == nil {
@@ -232,7 +412,7 @@ func (r *runner) muxDone(sl *muxSlot, o workload.Outcome, err error) bool {
 			ws.unfinished++
 		}
 		r.fail(ws.id, err)
-		r.muxExit(sl)
+		r.muxExit(sh, sl)
 		return false
 	}
 	lat := end.Sub(sl.start)
@@ -265,12 +445,30 @@ func (r *runner) muxDone(sl *muxSlot, o workload.Outcome, err error) bool {
 	return true
 }
 
-// muxExit closes the slot's worker once; the group marks it gone (exited)
-// when its goroutine ends.
-func (r *runner) muxExit(sl *muxSlot) {
+// muxExit closes the slot's worker once; it counts as gone (exited) when
+// the last multiplexed thread ends.
+func (r *runner) muxExit(sh *muxShared, sl *muxSlot) {
 	if sl.gone {
 		return
 	}
 	sl.gone = true
 	_ = sl.ws.w.Close()
+	if sh.follow {
+		sh.setWant(sl.owner, sl, -1)
+		sh.count[sl.owner].Add(-1)
+	}
+	sh.live.Add(-1)
+}
+
+// handovers sums the connections handed between multiplexed threads; call
+// it once every worker has exited.
+func (r *runner) handovers() int64 {
+	if r.mux == nil {
+		return 0
+	}
+	var n int64
+	for i := range r.mux.slots {
+		n += int64(r.mux.slots[i].handovers)
+	}
+	return n
 }

@@ -59,3 +59,18 @@ func (p *poller) wait(timeout time.Duration) []int {
 		return p.ready
 	}
 }
+
+// allowedCPUs lists the CPUs the process may run on, in order, or nil.
+func allowedCPUs() []int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return nil
+	}
+	var cpus []int
+	for c := 0; c < len(set)*64 && len(cpus) < set.Count(); c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}

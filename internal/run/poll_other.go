@@ -15,3 +15,6 @@ func (p *poller) reset()                   {}
 func (p *poller) len() int                 { return 0 }
 func (p *poller) add(slot, fd int)         {}
 func (p *poller) wait(time.Duration) []int { time.Sleep(time.Millisecond); return nil }
+
+// allowedCPUs: threads are not pinned on this system.
+func allowedCPUs() []int { return nil }

@@ -33,9 +33,14 @@ type Result struct {
 	Workers         int
 	// Threads is the number of goroutines that drove the workers: Workers,
 	// or fewer when they were multiplexed (Config.Threads).
-	Threads    int
-	OpenLoop   bool
-	TargetRate float64
+	Threads int
+	// FollowServer: the multiplexed threads were pinned one per CPU and
+	// connections followed their server process (Config.FollowServer);
+	// Handovers counts the connections handed from one thread to another.
+	FollowServer bool
+	Handovers    int64
+	OpenLoop     bool
+	TargetRate   float64
 	// Ops has one entry per (op, class), sorted by op then class.
 	Ops []OpStats
 	// Totals counts outcomes per class (classes with none are absent).

@@ -115,6 +115,22 @@ type Thread interface {
 	Stop()
 }
 
+// PinnedThread is a Thread that can keep its goroutine on one CPU. Pin is
+// called on the goroutine before its first Tick; it reports false if the
+// thread cannot be pinned there (nothing is changed then). Stop restores
+// the thread's CPU affinity.
+type PinnedThread interface {
+	Thread
+	Pin(cpu int) bool
+}
+
+// Placed is a Multiplexed worker that can tell on which CPU the server's
+// side of its connection last sent to it (Linux: SO_INCOMING_CPU; on a
+// loopback connection the server process's CPU), or -1 if unknown.
+type Placed interface {
+	ServerCPU() int
+}
+
 // Meta describes a workload.
 type Meta struct {
 	Name        string

@@ -112,6 +112,24 @@ func DirectFd(c net.Conn) (int, bool) {
 	return d.fd, true
 }
 
+// IncomingCPU returns the CPU that last processed data arriving on the
+// socket of a direct connection (SO_INCOMING_CPU), or -1 if the kernel does
+// not say (other socket types, nothing received yet, an older kernel). Over
+// loopback TCP the receive path runs on the sender's CPU, so this is where
+// the server process ran when it sent its last reply.
+func IncomingCPU(c net.Conn) int {
+	d, ok := c.(*directConn)
+	if !ok || !d.incref() {
+		return -1
+	}
+	defer d.decref()
+	cpu, err := unix.GetsockoptInt(d.fd, unix.SOL_SOCKET, unix.SO_INCOMING_CPU)
+	if err != nil {
+		return -1
+	}
+	return cpu
+}
+
 func (c *directConn) incref() bool {
 	for {
 		s := c.state.Load()

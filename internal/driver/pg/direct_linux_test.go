@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pair returns a directConn and the peer end of a loopback TCP connection.
@@ -320,4 +322,108 @@ func waitFor(t *testing.T, cond func() bool, msg func() string) {
 		}
 	}
 	t.Fatal(msg())
+}
+
+// TestIncomingCPU: over loopback TCP the CPU that received the peer's last
+// write is the CPU the peer wrote from; it is -1 for other connections.
+func TestIncomingCPU(t *testing.T) {
+	dc, peer := pair(t)
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for c := 0; len(cpus) < set.Count(); c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	buf := make([]byte, 1)
+	for _, cpu := range cpus[:min(len(cpus), 4)] {
+		func() {
+			// Write from a goroutine whose thread is pinned to cpu.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var one unix.CPUSet
+			one.Set(cpu)
+			if err := unix.SchedSetaffinity(0, &one); err != nil {
+				t.Fatal(err)
+			}
+			defer unix.SchedSetaffinity(0, &set)
+			if _, err := peer.Write([]byte{1}); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		if _, err := dc.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if got := IncomingCPU(dc); got != cpu {
+			t.Errorf("IncomingCPU after a write from CPU %d = %d", cpu, got)
+		}
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if got := IncomingCPU(a); got != -1 {
+		t.Errorf("IncomingCPU of a pipe = %d, want -1", got)
+	}
+	dc.Close()
+	if got := IncomingCPU(dc); got != -1 {
+		t.Errorf("IncomingCPU of a closed connection = %d, want -1", got)
+	}
+}
+
+// TestThreadPin: a pinned Thread keeps its thread on the CPU through its
+// yields and gives the thread its affinity back on Stop.
+func TestThreadPin(t *testing.T) {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for c := 0; c < len(all)*64; c++ {
+		if all.IsSet(c) {
+			last = c
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var th Thread
+		if th.Pin(-1) || th.Pin(len(all)*64+1) {
+			t.Error("Pin accepted a CPU the process may not run on")
+		}
+		if !th.Pin(last) {
+			t.Errorf("Pin(%d) refused", last)
+			return
+		}
+		check := func(when string) {
+			var set unix.CPUSet
+			if err := unix.SchedGetaffinity(0, &set); err != nil {
+				t.Error(err)
+				return
+			}
+			if set.Count() != 1 || !set.IsSet(last) {
+				t.Errorf("%s: thread affinity has %d CPUs, want only %d", when, set.Count(), last)
+			}
+		}
+		th.Tick()
+		check("first tick")
+		end := time.Now().Add(3 * yieldEvery)
+		for time.Now().Before(end) {
+			th.Tick()
+			check("after a tick")
+			time.Sleep(time.Millisecond)
+		}
+		th.Stop()
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			t.Error(err)
+			return
+		}
+		if set != all {
+			t.Errorf("after Stop the thread has %d CPUs, want the %d it had", set.Count(), all.Count())
+		}
+	}()
+	<-done
 }

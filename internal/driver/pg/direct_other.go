@@ -13,3 +13,6 @@ func IsDirect(c net.Conn) bool { return false }
 
 // DirectFd: there are no direct connections on this system.
 func DirectFd(c net.Conn) (int, bool) { return -1, false }
+
+// IncomingCPU: unknown on this system.
+func IncomingCPU(c net.Conn) int { return -1 }

@@ -42,6 +42,15 @@ func (s *Session) Fd() int {
 	return fd
 }
 
+// ServerCPU is the CPU where the server side of a direct connection last
+// sent to it, or -1 (workload.Placed; see IncomingCPU).
+func (s *Session) ServerCPU() int {
+	if s.Conn == nil {
+		return -1
+	}
+	return IncomingCPU(s.Conn.PgConn().Conn())
+}
+
 // Drop closes the connection, if any, and stops watching for its sake.
 func (s *Session) Drop() {
 	s.Unwatch()

@@ -30,10 +30,54 @@ const yieldEvery = 5 * time.Millisecond
 // involuntary context switches and cuts CPU per transaction on both sides
 // (measured in docs/benchmarks.md). The policy needs no privilege; if the
 // kernel refuses it, nothing else changes.
+//
+// Pin keeps the goroutine on one CPU: its thread is given that affinity on
+// the first Tick and again after each yield, and gets its own affinity
+// back whenever it is returned to the runtime.
 type Thread struct {
 	started   bool
 	batch     bool // Tick set SCHED_BATCH on the current thread
 	lastYield time.Time
+
+	pin     bool // Pin was called
+	pinCPU  int
+	pinned  bool        // the current thread has pinCPU's affinity
+	unpinTo unix.CPUSet // the thread's affinity before pinning
+}
+
+// Pin asks Tick to keep the goroutine's thread on cpu (workload.PinnedThread).
+// Call it on the goroutine before its first Tick. It reports false, changing
+// nothing, if cpu is not one the process may run on.
+func (t *Thread) Pin(cpu int) bool {
+	var set unix.CPUSet
+	if cpu < 0 || unix.SchedGetaffinity(0, &set) != nil || !set.IsSet(cpu) {
+		return false
+	}
+	t.pin, t.pinCPU = true, cpu
+	return true
+}
+
+// pinThread gives the current (locked) thread the pinned affinity,
+// remembering the one it had.
+func (t *Thread) pinThread() {
+	if !t.pin || t.pinned {
+		return
+	}
+	if unix.SchedGetaffinity(0, &t.unpinTo) != nil {
+		return
+	}
+	var set unix.CPUSet
+	set.Set(t.pinCPU)
+	t.pinned = unix.SchedSetaffinity(0, &set) == nil
+}
+
+// unpinThread restores the affinity the current thread had before
+// pinThread.
+func (t *Thread) unpinThread() {
+	if t.pinned {
+		_ = unix.SchedSetaffinity(0, &t.unpinTo)
+		t.pinned = false
+	}
 }
 
 // Tick is called before each transaction, on the worker's goroutine.
@@ -42,6 +86,7 @@ func (t *Thread) Tick() {
 		t.started = true
 		runtime.LockOSThread()
 		t.batch = setBatch(true)
+		t.pinThread()
 		t.lastYield = time.Now()
 		return
 	}
@@ -51,6 +96,7 @@ func (t *Thread) Tick() {
 		// and back (tens of µs, two wake-ups); unlocked, Gosched is a
 		// cheap trip through the run queue. The thread is returned to the
 		// runtime with its policy restored.
+		t.unpinThread()
 		if t.batch {
 			setBatch(false)
 		}
@@ -60,6 +106,7 @@ func (t *Thread) Tick() {
 		if t.batch {
 			t.batch = setBatch(true)
 		}
+		t.pinThread()
 	}
 }
 
@@ -70,6 +117,7 @@ func (t *Thread) Stop() {
 	if !t.started {
 		return
 	}
+	t.unpinThread()
 	if t.batch {
 		setBatch(false)
 		t.batch = false

@@ -8,6 +8,9 @@ type Thread struct{}
 // Tick does nothing on this system.
 func (t *Thread) Tick() {}
 
+// Pin is not supported on this system.
+func (t *Thread) Pin(cpu int) bool { return false }
+
 // Stop does nothing on this system.
 func (t *Thread) Stop() {}
 
