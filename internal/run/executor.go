@@ -110,7 +110,6 @@ type runner struct {
 	reg     *metrics.Registry
 	workers []*workerState
 	threads int        // goroutines driving the workers
-	follow  bool       // multiplexed threads follow the server
 	mux     *muxShared // multiplexed threads' shared state
 	outages outageTracker
 
@@ -639,7 +638,7 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		Interrupted:      c.interrupted,
 		Workers:          r.cfg.Workers,
 		Threads:          r.threads,
-		FollowServer:     r.follow,
+		FollowServer:     r.followed(),
 		Handovers:        r.handovers(),
 		OpenLoop:         r.open,
 		TargetRate:       r.cfg.Rate,

@@ -110,12 +110,14 @@ func followRun(t *testing.T, cfg Config, serverOf func(k, n int) int, move func(
 	made := 0
 	var threads []*pinningThread
 	cfg.Workers, cfg.Threads, cfg.FollowServer = 2*n, n, true
-	cfg.NewThread = func() workload.Thread {
-		mu.Lock()
-		defer mu.Unlock()
-		p := &pinningThread{cpu: -1}
-		threads = append(threads, p)
-		return p
+	if cfg.NewThread == nil {
+		cfg.NewThread = func() workload.Thread {
+			mu.Lock()
+			defer mu.Unlock()
+			p := &pinningThread{cpu: -1}
+			threads = append(threads, p)
+			return p
+		}
 	}
 	stop := make(chan struct{})
 	moved := make(chan struct{})
@@ -161,6 +163,9 @@ func followRun(t *testing.T, cfg Config, serverOf func(k, n int) int, move func(
 		t.Fatal(err)
 	}
 	ff.checkClosed(t)
+	if threads == nil {
+		return res, ws // the caller's threads
+	}
 	if res.Threads != n || !res.FollowServer {
 		t.Fatalf("threads %d, follow %v; want %d threads following the server", res.Threads, res.FollowServer, n)
 	}
@@ -219,7 +224,24 @@ func TestFollowServerExactCounts(t *testing.T) {
 	if res.Committed != int64(per*len(ws)) {
 		t.Errorf("committed %d, want %d", res.Committed, per*len(ws))
 	}
-	if res.Handovers < 2 {
+	// The crossed start alone gives 2*(n/2); each move of the servers
+	// gives as many again.
+	if n := len(ws) / 2; res.Handovers <= int64(2*(n/2)) {
 		t.Errorf("handovers %d: the moving servers were not followed", res.Handovers)
+	}
+}
+
+// TestFollowServerNeedsPinnedThreads: threads that cannot be pinned do not
+// follow (handing connections to them would gain nothing), and the result
+// says so.
+func TestFollowServerNeedsPinnedThreads(t *testing.T) {
+	res, _ := followRun(t, Config{Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond,
+		NewThread: func() workload.Thread { return &countingThread{} }},
+		func(k, n int) int { return pairedServer(k, n, true) }, nil)
+	if res.FollowServer || res.Handovers != 0 {
+		t.Errorf("follow %v with %d handovers; want no following without pinned threads", res.FollowServer, res.Handovers)
+	}
+	if res.Committed == 0 {
+		t.Error("nothing committed")
 	}
 }

@@ -97,6 +97,7 @@ type muxShared struct {
 	count   []atomic.Int32 // per thread: slots owned or on their way to it
 	wants   []atomic.Int32 // [from*threads+to]: slots of from that want to go to
 	live    atomic.Int32   // slots not gone
+	pinned  atomic.Int32   // threads pinned: connections move once all are
 	running atomic.Int32   // threads not finished
 }
 
@@ -131,7 +132,7 @@ func (r *runner) muxStart(groups [][]*workerState) {
 			}
 		}
 	}
-	r.follow, r.mux = sh.follow, sh
+	r.mux = sh
 
 	next := 0
 	owned := make([][]int, len(groups))
@@ -172,11 +173,13 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 	var th workload.Thread
 	if r.cfg.NewThread != nil {
 		th = r.cfg.NewThread()
-		if p, ok := th.(workload.PinnedThread); ok && cpu >= 0 {
-			p.Pin(cpu)
+		if p, ok := th.(workload.PinnedThread); ok && cpu >= 0 && p.Pin(cpu) {
+			sh.pinned.Add(1)
 		}
 	}
 	slots := sh.slots
+	// Without following, the thread keeps its block and ends with it.
+	block := append([]int(nil), owned...)
 	defer func() {
 		for _, i := range owned {
 			r.muxExit(sh, &slots[i])
@@ -184,10 +187,15 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 		if th != nil {
 			th.Stop()
 		}
+		if !sh.follow {
+			for _, i := range block {
+				close(slots[i].ws.exited)
+			}
+			return
+		}
 		// Only when the last thread is done the workers count as gone:
 		// no goroutine uses them or its thread any more.
 		if sh.running.Add(-1) == 0 {
-
 			for i := range slots {
 				close(slots[i].ws.exited)
 			}
@@ -198,7 +206,7 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 	poller := newPoller(len(slots))
 	stopping := false
 	var lastFollow time.Time
-	for sh.live.Load() > 0 {
+	for (sh.follow && sh.live.Load() > 0) || (!sh.follow && len(owned) > 0) {
 		if th != nil {
 			th.Tick()
 		}
@@ -223,7 +231,7 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 		if sh.follow && !stopping {
 			if now := time.Now(); now.Sub(lastFollow) >= muxFollowEvery {
 				lastFollow = now
-				owned = r.muxFollow(sh, id, owned)
+				owned = r.muxFollow(sh, id, owned, now, me)
 			}
 		}
 		// Start a step on every idle worker that may start one.
@@ -276,7 +284,7 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 			r.muxDone(sh, sl, o, err)
 		}
 		owned = compactOwned(slots, owned)
-		if sh.live.Load() == 0 {
+		if (sh.follow && sh.live.Load() == 0) || (!sh.follow && len(owned) == 0) {
 			break
 		}
 		// Wait for a reply on one of the connections with a step in flight.
@@ -287,10 +295,14 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 			}
 		}
 		timeout := muxPollMax
-		if poller.len() == 0 {
-			// Nothing in flight here: connections may be handed over, or
-			// the other threads are finishing.
-			timeout = muxIdleWait
+		if sh.follow {
+			// Look at the inbox and the connections' servers on time.
+			timeout = muxFollowEvery
+			if poller.len() == 0 {
+				// Nothing in flight here: connections may be handed
+				// over, or the other threads are finishing.
+				timeout = muxIdleWait
+			}
 		}
 		if !wake.IsZero() {
 			if d := time.Until(wake); d < timeout {
@@ -343,11 +355,16 @@ func compactOwned(slots []muxSlot, owned []int) []int {
 // owner's next look, a swap). Without the bound, writing transactions pile
 // every connection onto one thread: the backends it wakes are pulled to its
 // CPU, so their replies come from there, which draws the next connection.
-func (r *runner) muxFollow(sh *muxShared, me int, owned []int) []int {
+func (r *runner) muxFollow(sh *muxShared, me int, owned []int, now, end time.Time) []int {
+	if int(sh.pinned.Load()) < len(sh.inbox) {
+		return owned // a thread could not be pinned (or not yet)
+	}
 	k := 0
+	last := !r.txMode && !now.Before(end)
 	for _, i := range owned {
 		sl := &sh.slots[i]
-		if sl.gone || sl.pending {
+		if sl.gone || sl.pending || last || r.txMode && sl.ws.done >= r.cfg.Transactions {
+			// Busy, or about to exit: no use moving it.
 			owned[k] = i
 			k++
 			continue
@@ -362,12 +379,11 @@ func (r *runner) muxFollow(sh *muxShared, me int, owned []int) []int {
 		}
 		sl.seen = to
 		sh.setWant(me, sl, want)
-		if want >= 0 && (sh.count[want].Load() < sh.share || sh.wants[want*len(sh.inbox)+me].Load() > 0) {
+		if want >= 0 && sh.reserve(want, sh.wants[want*len(sh.inbox)+me].Load() > 0) {
 			sh.setWant(me, sl, -1)
 			sl.seen = -1
 			sl.handovers++
 			sh.count[me].Add(-1)
-			sh.count[want].Add(1)
 			sh.inbox[want] <- i
 			continue
 		}
@@ -375,6 +391,22 @@ func (r *runner) muxFollow(sh *muxShared, me int, owned []int) []int {
 		k++
 	}
 	return owned[:k]
+}
+
+// reserve counts one more slot for thread to if it has fewer than its
+// share, or in any case with swap (one of its slots wants to come the other
+// way; it follows at its owner's next look, unless its server moves again
+// first, which leaves the threads one apart until a server moves back).
+func (sh *muxShared) reserve(to int, swap bool) bool {
+	for {
+		c := sh.count[to].Load()
+		if c >= sh.share && !swap {
+			return false
+		}
+		if sh.count[to].CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
 }
 
 // setWant records that slot sl of thread owner wants to go to thread to
@@ -471,4 +503,10 @@ func (r *runner) handovers() int64 {
 		n += int64(r.mux.slots[i].handovers)
 	}
 	return n
+}
+
+// followed reports whether the multiplexed threads were pinned one per CPU
+// and followed the server; call it once every worker has exited.
+func (r *runner) followed() bool {
+	return r.mux != nil && r.mux.follow && int(r.mux.pinned.Load()) == len(r.mux.inbox)
 }
