@@ -307,7 +307,7 @@ func TestRenderTemplates(t *testing.T) {
 	}
 	// Every template renders (no unknown placeholder) and keeps no '{'.
 	for _, tmpl := range []string{noDistrict, noCustomer, noItems, noOrder, noLines, paymentByID, paymentByName,
-		orderStatusByID, orderStatusByName, deliveryTmpl, stockLevelTmpl, procNewOrder, procPayment, procOrderStatus,
+		orderStatusByID, orderStatusByName, deliverySQL("READ COMMITTED"), deliverySQL("SERIALIZABLE"), stockLevelTmpl, procNewOrder, procPayment, procOrderStatus,
 		procDelivery, procStockLevel} {
 		s := newStmt("x", tmpl)
 		for _, c := range s.sql {

@@ -92,8 +92,15 @@ RETURNS int LANGUAGE plpgsql AS $tpcc$
 DECLARE
   v_delivered int;
 BEGIN
-  ` + plpgsql(deliveryTmpl) + `
-  INTO v_delivered;
+  -- The lock on the oldest order depends on the isolation level (see
+  -- deliveryTmpl in tunebench's source).
+  IF current_setting('transaction_isolation') = 'read committed' THEN
+    ` + plpgsql(deliverySQL(isolationSQL["read-committed"])) + `
+    INTO v_delivered;
+  ELSE
+    ` + plpgsql(deliverySQL(isolationSQL["serializable"])) + `
+    INTO v_delivered;
+  END IF;
   RETURN v_delivered;
 END
 $tpcc$`,

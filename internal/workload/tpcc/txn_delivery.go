@@ -1,5 +1,7 @@
 package tpcc
 
+import "strings"
+
 // Delivery (clause 2.7).
 //
 // Delivery runs synchronously, as a normal transaction of the virtual user,
@@ -24,18 +26,27 @@ func (t *terminal) drawDelivery(in *deliveryInput, w int) {
 // delivery date, and adds the sum of the lines' amounts to the customer's
 // balance and one to its delivery count. A district without new_order rows
 // is skipped. It returns the number of districts delivered (10 minus the
-// skipped ones).
+// skipped ones). It is the template of deliverySQL with the oldest order's
+// lock clause left as {lock}... in text: see deliverySQL.
 //
-// The oldest order of each district is the head of the new_order primary
-// key, locked with FOR UPDATE SKIP LOCKED: when a concurrent Delivery of the
-// same warehouse (virtual users sharing it) holds the oldest row, this one
-// takes the next undelivered order instead of counting a false skip. The
-// result is the same as running the two Deliveries one after the other, and
-// a district counts as skipped only when it has no undelivered order this
-// transaction can take.
+// How the oldest order is locked depends on the isolation level, so that
+// two Deliveries of one warehouse (virtual users sharing it) never leave a
+// gap in new_order (consistency condition 3) and never skip a district
+// that has an undelivered order:
+//   - read committed: FOR UPDATE SKIP LOCKED. When a concurrent Delivery
+//     holds the oldest row, this one takes the next undelivered order (a
+//     plain FOR UPDATE with LIMIT 1 would wait, find the row deleted and
+//     return none: a false skip). The holder rolls back only on a deadlock
+//     or a lost connection, which are rare here.
+//   - repeatable read and serializable: FOR UPDATE. A concurrent Delivery
+//     waits for the holder; if it commits, the waiter gets a serialization
+//     failure and is retried; if it rolls back (serialization failures are
+//     common at these levels), the waiter takes the row. With SKIP LOCKED
+//     a holder that gives up after its last try would leave its order
+//     behind a younger delivered one: a gap.
 const deliveryTmpl = `WITH m AS (
   SELECT g.d, (SELECT no_o_id FROM new_order WHERE no_w_id = {w} AND no_d_id = g.d
-               ORDER BY no_o_id LIMIT 1 FOR UPDATE SKIP LOCKED) AS o
+               ORDER BY no_o_id LIMIT 1 ` + deliveryLockMark + `) AS o
   FROM generate_series(1, 10) AS g(d)),
 no AS (
   DELETE FROM new_order USING m
@@ -58,3 +69,15 @@ c AS (
   FROM amt WHERE c_w_id = {w} AND c_d_id = amt.o_d_id AND c_id = amt.o_c_id
   RETURNING c_d_id)
 SELECT count(*)::int FROM no`
+
+// deliveryLockMark stands for the lock clause in deliveryTmpl.
+const deliveryLockMark = "FOR UPDATE /*lock*/"
+
+// deliverySQL is the Delivery template for an isolation level
+// (isolationSQL's value): see deliveryTmpl.
+func deliverySQL(isolation string) string {
+	if isolation == isolationSQL["read-committed"] {
+		return strings.Replace(deliveryTmpl, deliveryLockMark, "FOR UPDATE SKIP LOCKED", 1)
+	}
+	return strings.Replace(deliveryTmpl, deliveryLockMark, "FOR UPDATE", 1)
+}

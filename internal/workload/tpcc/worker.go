@@ -197,7 +197,7 @@ func (w *Worker) buildStmts() {
 		s.payByName = newStmt("tc_pay_name", paymentByName)
 		s.osByID = newStmt("tc_os_id", orderStatusByID)
 		s.osByName = newStmt("tc_os_name", orderStatusByName)
-		s.delivery = newStmt("tc_delivery", deliveryTmpl)
+		s.delivery = newStmt("tc_delivery", deliverySQL(isolationSQL[w.o.Isolation]))
 		s.stockLevel = newStmt("tc_stock_level", stockLevelTmpl)
 		all = append(all, s.noDistrict, s.noCustomer, s.noItems, s.noOrder, s.noLines, s.payByID, s.payByName,
 			s.osByID, s.osByName, s.delivery, s.stockLevel)
