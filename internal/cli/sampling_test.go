@@ -149,7 +149,10 @@ func TestSamplersTPCB(t *testing.T) {
 			}
 		}
 	}
-	if onTicks < 3 || negative < 1 {
+	// The window's ticks are at 1, 2 and 3 s. The sample at 3 s is taken
+	// as the run ends; when the collector is stopped before it completes
+	// (a loaded machine), it is dropped as cut short. So 2 of 3 is the bar.
+	if onTicks < 2 || negative < 1 {
 		t.Errorf("%d samples on executor ticks, %d in the warm-up; cpu %v, tps %v", onTicks, negative, by["sys.cpu_user_pct"], by["tps"])
 	}
 	if strings.Contains(r.stderr, "samplers:") && !strings.Contains(r.stderr, "disk metrics off") {
