@@ -15,7 +15,6 @@ func (r *runner) closedLoop(ws *workerState) {
 	defer r.workerExit(ws)
 	ms := r.base.Add(r.msOff)
 	me := r.base.Add(r.meOff)
-	limit := r.cfg.LatencyLimit
 	var backoff time.Duration
 	for {
 		select {
@@ -40,36 +39,9 @@ func (r *runner) closedLoop(ws *workerState) {
 		}
 		o, err := ws.w.Step(r.stepCtx)
 		end := time.Now()
-		if !ws.state.CompareAndSwap(st, stIdle) {
-			return // abandoned at the drain deadline: counted as unfinished
-		}
-		if err == nil {
-			err = validClass(&o)
-		}
-		if err != nil {
-			ws.stepErrors++
-			if st == stStepMeasure {
-				ws.unfinished++
-			}
-			r.fail(ws.id, err)
+		if r.endStep(ws, st, start, end, &o, err) != stepRecorded {
 			return
 		}
-		lat := end.Sub(start)
-		ph := metrics.PhaseWarmup
-		if st == stStepMeasure {
-			ph = metrics.PhaseMeasure
-			ws.done++
-			ws.lastEnd = end.Sub(r.base)
-			if limit > 0 && lat > limit && o.Class.Completed() {
-				ws.late++
-			}
-			if o.Class.IsError() {
-				ws.countSQLState(o.SQLState)
-			}
-		}
-		ws.rec.Record(ph, o.Op, o.Class, lat)
-		r.afterOutcome(ws, &o, end.Sub(r.base))
-
 		if o.Class == workload.ClassConnError {
 			// The worker reconnects inside its next Step; space the
 			// attempts out.
@@ -87,4 +59,50 @@ func (r *runner) closedLoop(ws *workerState) {
 			}
 		}
 	}
+}
+
+// stepEnd is what endStep made of a finished step.
+type stepEnd int
+
+const (
+	stepRecorded  stepEnd = iota // recorded; the worker goes on
+	stepAbandoned                // abandoned at the drain deadline (counted as unfinished): the worker exits
+	stepFailed                   // the step returned an error, which fails the run: the worker exits
+)
+
+// endStep does the bookkeeping of a closed-loop step that ran in state st
+// (warm-up or measure) from start to end, for closedLoop and muxLoop alike:
+// it hands the worker's state back, and records the outcome and its
+// latency in the worker's recorder.
+func (r *runner) endStep(ws *workerState, st int32, start, end time.Time, o *workload.Outcome, err error) stepEnd {
+	if !ws.state.CompareAndSwap(st, stIdle) {
+		return stepAbandoned
+	}
+	if err == nil {
+		err = validClass(o)
+	}
+	if err != nil {
+		ws.stepErrors++
+		if st == stStepMeasure {
+			ws.unfinished++
+		}
+		r.fail(ws.id, err)
+		return stepFailed
+	}
+	lat := end.Sub(start)
+	ph := metrics.PhaseWarmup
+	if st == stStepMeasure {
+		ph = metrics.PhaseMeasure
+		ws.done++
+		ws.lastEnd = end.Sub(r.base)
+		if limit := r.cfg.LatencyLimit; limit > 0 && lat > limit && o.Class.Completed() {
+			ws.late++
+		}
+		if o.Class.IsError() {
+			ws.countSQLState(o.SQLState)
+		}
+	}
+	ws.rec.Record(ph, o.Op, o.Class, lat)
+	r.afterOutcome(ws, o, end.Sub(r.base))
+	return stepRecorded
 }

@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/metrics"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -430,38 +429,10 @@ func (sh *muxShared) setWant(owner int, sl *muxSlot, to int) {
 func (r *runner) muxDone(sh *muxShared, sl *muxSlot, o workload.Outcome, err error) bool {
 	ws := sl.ws
 	end := time.Now()
-	st := sl.st
-	if !ws.state.CompareAndSwap(st, stIdle) {
-		r.muxExit(sh, sl) // abandoned at the drain deadline: counted as unfinished
-		return false
-	}
-	if err == nil {
-		err = validClass(&o)
-	}
-	if err != nil {
-		ws.stepErrors++
-		if st == stStepMeasure {
-			ws.unfinished++
-		}
-		r.fail(ws.id, err)
+	if r.endStep(ws, sl.st, sl.start, end, &o, err) != stepRecorded {
 		r.muxExit(sh, sl)
 		return false
 	}
-	lat := end.Sub(sl.start)
-	ph := metrics.PhaseWarmup
-	if st == stStepMeasure {
-		ph = metrics.PhaseMeasure
-		ws.done++
-		ws.lastEnd = end.Sub(r.base)
-		if limit := r.cfg.LatencyLimit; limit > 0 && lat > limit && o.Class.Completed() {
-			ws.late++
-		}
-		if o.Class.IsError() {
-			ws.countSQLState(o.SQLState)
-		}
-	}
-	ws.rec.Record(ph, o.Op, o.Class, lat)
-	r.afterOutcome(ws, &o, end.Sub(r.base))
 	if o.Class == workload.ClassConnError {
 		// The worker reconnects inside its next Begin; space the attempts
 		// out.
