@@ -114,13 +114,16 @@ def pgbench(case):
     out, cpu = run(pgbench_cmd(case))
     tps = float(re.search(r"^tps = ([0-9.]+)", out, re.M).group(1))
     tx = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
-    return tps, cpu * 1e6 / tx
+    return tps, cpu * 1e6 / tx, ""
 
 def tunebench(case):
     run(tunebench_cmd(case))
     with open(summary) as f:
         d = json.load(f)
-    return d["tps"], d["driver"]["cpu_ms_per_1000_tx"]
+    note = ""
+    if d.get("follow_server"):
+        note = "following the server, %d handovers" % d.get("handovers", 0)
+    return d["tps"], d["driver"]["cpu_ms_per_1000_tx"], note
 
 cases = ["select-only", "tpcb-like"] + (["pipeline"] if os.environ["PIPELINE"] != "0" else [])
 if os.environ.get("CASES"):
@@ -141,9 +144,9 @@ res = {}
 for case in cases:
     for i in range(runs):
         for name, f in (("pgbench", pgbench), ("tunebench", tunebench)):
-            tps, cpu = f(case)
+            tps, cpu, note = f(case)
             res.setdefault((case, name), []).append((tps, cpu))
-            print("%-11s run %d  %-9s  %9.1f tps  %7.1f ms CPU / 1,000 tx" % (case, i + 1, name, tps, cpu), flush=True)
+            print("%-11s run %d  %-9s  %9.1f tps  %7.1f ms CPU / 1,000 tx%s" % (case, i + 1, name, tps, cpu, "  (" + note + ")" if note else ""), flush=True)
 
 print("\n== medians of %d runs x %s s, scale %s, %s clients, pgbench -j %s" % (runs, dur, scale, clients, jobs))
 print("%-11s  %11s  %11s  %6s  %14s  %14s  %6s" % ("case", "pgbench tps", "tunebench", "ratio", "pgbench CPU*", "tunebench CPU*", "ratio"))
