@@ -284,6 +284,113 @@ func TestDirectConnPeerGone(t *testing.T) {
 	}
 }
 
+// A read after MarkReadable takes what is there without blocking, falls
+// back to a blocking read when nothing is (a stale mark), and reports the
+// end of the stream and deadlines as a plain Read does.
+func TestDirectConnMarkReadable(t *testing.T) {
+	dc, peer := pair(t)
+	buf := make([]byte, 16)
+
+	if _, err := peer.Write([]byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		fds := []unix.PollFd{{Fd: int32(dc.fd), Events: unix.POLLIN}}
+		n, _ := unix.Poll(fds, 0)
+		return n == 1
+	}, func() string { return "the socket never became readable" })
+	MarkReadable(dc)
+	if n, err := dc.Read(buf); err != nil || string(buf[:n]) != "reply" {
+		t.Fatalf("marked read: %q, %v", buf[:n], err)
+	}
+	if dc.ready.Load() {
+		t.Fatal("the mark outlived the read")
+	}
+
+	// Nothing there: the read waits for the data.
+	MarkReadable(dc)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_, _ = peer.Write([]byte("late"))
+	}()
+	start := time.Now()
+	within(t, 5*time.Second, "a read after a stale mark", func() {
+		n, err := dc.Read(buf)
+		if err != nil || string(buf[:n]) != "late" {
+			t.Errorf("stale mark: %q, %v", buf[:n], err)
+		}
+	})
+	if d := time.Since(start); d < 40*time.Millisecond {
+		t.Fatalf("the read returned after %s, before the data was sent", d)
+	}
+
+	// An expired deadline wins over the mark.
+	_ = dc.SetReadDeadline(time.Now().Add(-time.Second))
+	MarkReadable(dc)
+	if _, err := dc.Read(buf); !isTimeout(err) {
+		t.Fatalf("marked read past the deadline: %v, want a timeout", err)
+	}
+	_ = dc.SetReadDeadline(time.Time{})
+
+	// The end of the stream.
+	peer.Close()
+	waitFor(t, func() bool {
+		fds := []unix.PollFd{{Fd: int32(dc.fd), Events: unix.POLLIN}}
+		n, _ := unix.Poll(fds, 0)
+		return n == 1
+	}, func() string { return "the closed socket never became readable" })
+	MarkReadable(dc)
+	if _, err := dc.Read(buf); err != io.EOF {
+		t.Fatalf("marked read at the end: %v, want io.EOF", err)
+	}
+
+	MarkReadable(peer) // not a direct connection: ignored
+}
+
+// A Unix-domain socket (a DSN with a socket directory as host) goes
+// through the same send and receive calls.
+func TestDirectConnUnixSocket(t *testing.T) {
+	ln, err := net.Listen("unix", t.TempDir()+"/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, _ = io.Copy(c, c) // echo
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("unix", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, ok := newDirectConn(c)
+	if !ok {
+		t.Fatal("newDirectConn refused a *net.UnixConn")
+	}
+	dc := nc.(*directConn)
+	defer dc.Close()
+	buf := make([]byte, 16)
+	for i, msg := range []string{"first", "second"} {
+		if _, err := dc.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			waitFor(t, func() bool {
+				fds := []unix.PollFd{{Fd: int32(dc.fd), Events: unix.POLLIN}}
+				n, _ := unix.Poll(fds, 0)
+				return n == 1
+			}, func() string { return "no echo" })
+			MarkReadable(dc)
+		}
+		if _, err := io.ReadFull(dc, buf[:len(msg)]); err != nil || string(buf[:len(msg)]) != msg {
+			t.Fatalf("echo %d: %q, %v", i, buf[:len(msg)], err)
+		}
+	}
+}
+
 func TestDirectConnNoLeaks(t *testing.T) {
 	fds0, g0 := openFDs(t), runtime.NumGoroutine()
 	for i := 0; i < 20; i++ {

@@ -16,3 +16,6 @@ func DirectFd(c net.Conn) (int, bool) { return -1, false }
 
 // IncomingCPU: unknown on this system.
 func IncomingCPU(c net.Conn) int { return -1 }
+
+// MarkReadable: there are no direct connections on this system.
+func MarkReadable(c net.Conn) {}

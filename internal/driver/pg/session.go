@@ -42,6 +42,14 @@ func (s *Session) Fd() int {
 	return fd
 }
 
+// Readable tells a direct connection that its socket was found readable
+// (see MarkReadable): the multiplexed executor calls Continue only then.
+func (s *Session) Readable() {
+	if s.Conn != nil {
+		MarkReadable(s.Conn.PgConn().Conn())
+	}
+}
+
 // ServerCPU is the CPU where the server side of a direct connection last
 // sent to it, or -1 (workload.Placed; see IncomingCPU).
 func (s *Session) ServerCPU() int {

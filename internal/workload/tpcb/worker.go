@@ -180,7 +180,7 @@ func (w *Worker) reconnect(ctx context.Context) error {
 func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 	o, pending, err := w.Begin(ctx)
 	for pending {
-		o, pending, err = w.Continue(ctx)
+		o, pending, err = w.next(ctx)
 	}
 	return o, err
 }
@@ -231,6 +231,15 @@ func (w *Worker) start(ctx context.Context) (workload.Outcome, bool, error) {
 // against an unread reply, which is what pgconn's slow-write timer guards
 // against.
 func (w *Worker) Continue(ctx context.Context) (workload.Outcome, bool, error) {
+	// The executor calls it when the socket is readable: the first read
+	// need not block (Session.Readable).
+	w.Session.Readable()
+	return w.next(ctx)
+}
+
+// next is Continue for a step driven by its own goroutine (Step), whose
+// read waits for the reply.
+func (w *Worker) next(ctx context.Context) (workload.Outcome, bool, error) {
 	if err := w.receive(); err != nil {
 		return w.failed(ctx, err)
 	}
