@@ -112,6 +112,9 @@ type Worker struct {
 	describe pgproto3.Describe
 	execute  pgproto3.Execute
 	sync     pgproto3.Sync
+	// ROLLBACK after an error, and the replies reader
+	rollbackQ pgproto3.Query
+	replies   pgdrv.Replies
 }
 
 // NewWorker makes a worker and connects it, so set-up failures surface as
@@ -142,6 +145,7 @@ func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int) (*W
 	}
 	w.sds = make([]*pgconn.StatementDescription, len(w.steps))
 	w.describe = pgproto3.Describe{ObjectType: 'P'}
+	w.rollbackQ = pgproto3.Query{String: "ROLLBACK"}
 	w.binds = make([]pgproto3.Bind, len(w.steps))
 	for i, s := range w.steps {
 		w.binds[i] = pgproto3.Bind{PreparedStatement: s.name, ParameterFormatCodes: w.binary, Parameters: w.args[i], ResultFormatCodes: w.binary}
@@ -171,6 +175,7 @@ func (w *Worker) reconnect(ctx context.Context) error {
 		w.sds[i] = sd
 	}
 	w.Use(conn)
+	w.replies.Reset()
 	return nil
 }
 
@@ -218,10 +223,9 @@ func (w *Worker) start(ctx context.Context) (workload.Outcome, bool, error) {
 // Continue reads the reply of the round trip in flight, then sends the
 // next statement or ends the step.
 //
-// The statements go through pgconn's wire protocol layer (Frontend, and
-// ReceiveMessage, which keeps the connection's state: transaction status,
-// parameter changes, notices, fatal errors closing it): the same messages
-// as PgConn.ExecStatement (Bind, a Describe for statements without result
+// The statements are sent through pgconn's Frontend and their replies read
+// with pgdrv.Replies (which closes the connection on a FATAL error, as
+// pgconn does): the same messages as PgConn.ExecStatement (Bind, a Describe for statements without result
 // columns, Execute, Sync; or one Sync for the whole transaction in a
 // pipeline) without its per-statement set-up: the busy lock, the result
 // reader, the slow-write timer (two timer updates per statement) and a
@@ -337,32 +341,23 @@ func (w *Worker) queue(fe *pgproto3.Frontend, i int) {
 }
 
 // receive reads the replies of the round trip in flight up to
-// ReadyForQuery. It returns the first error the server reported, else a
-// connection error.
+// ReadyForQuery (pgdrv.Replies). It returns the first error the server
+// reported, else a connection error.
 func (w *Worker) receive() error {
-	pc := w.Conn.PgConn()
-	var first error
-	for {
-		// context.Background(): see Session.Watch.
-		msg, err := pc.ReceiveMessage(context.Background())
-		if err != nil {
-			return err
-		}
-		switch m := msg.(type) {
-		case *pgproto3.ErrorResponse:
-			if first == nil {
-				first = pgconn.ErrorResponseToPgError(m)
-			}
-		case *pgproto3.ReadyForQuery:
-			return first
-		}
-	}
+	return w.replies.UntilReady(w.Conn.PgConn())
 }
 
-// rollback leaves an aborted transaction. It runs with context.Background():
-// the watch set up by Step interrupts it if the Step context is cancelled.
+// rollback leaves an aborted transaction. It is sent and read like the
+// statements (pgconn must not read from the connection: see
+// pgdrv.Replies); the watch set up by Step interrupts it if the Step
+// context is cancelled.
 func (w *Worker) rollback() error {
-	_, err := w.Conn.PgConn().Exec(context.Background(), "ROLLBACK").ReadAll()
+	fe := w.Conn.PgConn().Frontend()
+	fe.SendQuery(&w.rollbackQ)
+	err := fe.Flush()
+	if err == nil {
+		err = w.receive()
+	}
 	if err != nil && (driver.IsConnError(err) || w.Conn.IsClosed()) {
 		w.Drop()
 		return err
