@@ -157,6 +157,18 @@ for case in cases:
     print("%-11s  %11.0f  %11.0f  %6.2f  %14.1f  %14.1f  %6.2f" % (case, ptps, ttps, ttps / ptps, pcpu, tcpu, tcpu / pcpu))
 print("* client CPU ms per 1,000 transactions (pgbench: whole process; tunebench: the")
 print("  measurement window); ratios are tunebench / pgbench")
+
+# How far apart the runs of one tool are, next to the difference between
+# the tools: on a small or shared machine the run-to-run swings can be
+# larger than that difference, and a median of a few runs then says little.
+print("\n== spread: pairs won by tunebench (same round), and each tool's slowest and fastest run")
+for case in cases:
+    p, t = res[(case, "pgbench")], res[(case, "tunebench")]
+    won = sum(1 for a, b in zip(p, t) if b[0] > a[0])
+    def rng(xs):
+        v = [x[0] for x in xs]
+        return "%.0f-%.0f (%+.0f%% / %+.0f%% of its median)" % (min(v), max(v), 100 * (min(v) / statistics.median(v) - 1), 100 * (max(v) / statistics.median(v) - 1))
+    print("%-11s  won %d of %d; pgbench %s; tunebench %s" % (case, won, len(p), rng(p), rng(t)))
 PY
 
 echo
