@@ -175,7 +175,7 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 		if err != nil {
 			return out, errs.Wrap(errs.KindUsage, err, "run it as a new experiment under another name", "cannot resume experiment %q", p.Name)
 		}
-		if stored.Fingerprint != p.Fingerprint {
+		if !p.SameRunsAs(stored) {
 			return out, errs.Usage("put the file back as it was, or run it as a new experiment under another name",
 				"experiment %q changed since it started: %s", p.Name, strings.Join(stored.Differences(p), "; "))
 		}

@@ -529,6 +529,56 @@ func (p *Plan) fingerprint() string {
 	return hex.EncodeToString(h[:12])
 }
 
+// SameRunsAs reports whether p, planned now, identifies the same runs as
+// stored, planned when the experiment started (a resume). It does when the
+// fingerprints are equal, and also when they are equal once p leaves out
+// the options that stored has in none of its configurations (options an
+// earlier tunebench did not have) where p has them at their defaults: a
+// newer tunebench can then resume an older experiment, its runs going on
+// with the new options' defaults, as with any other change to the driver.
+func (p *Plan) SameRunsAs(stored *Plan) bool {
+	if stored.Fingerprint == p.Fingerprint {
+		return true
+	}
+	if p.workload == nil || len(stored.Configs) != len(p.Configs) {
+		return false
+	}
+	had := map[string]bool{}
+	for _, c := range stored.Configs {
+		for k := range c.Options {
+			had[k] = true
+		}
+		for k := range c.Load {
+			had[k] = true
+		}
+	}
+	dropNew := func(o Options) (Options, bool) {
+		out := Options{}
+		dropped := false
+		for k, v := range o {
+			if !had[k] {
+				if opt, ok := p.workload.Option(k); ok && opt.Default != "" && v == opt.Default {
+					dropped = true
+					continue
+				}
+			}
+			out[k] = v
+		}
+		return out, dropped
+	}
+	q := *p
+	q.Configs = make([]Config, len(p.Configs))
+	droppedAny := false
+	for i, c := range p.Configs {
+		var d1, d2 bool
+		c.Options, d1 = dropNew(c.Options)
+		c.Load, d2 = dropNew(c.Load)
+		droppedAny = droppedAny || d1 || d2
+		q.Configs[i] = c
+	}
+	return droppedAny && q.fingerprint() == stored.Fingerprint
+}
+
 // Differences describes how plan q differs from p in what identifies the
 // runs (for a resume refused because the file changed); empty when none.
 func (p *Plan) Differences(q *Plan) []string {

@@ -312,6 +312,44 @@ func TestPlanJSONAndFingerprint(t *testing.T) {
 	}
 }
 
+// An experiment planned by a tunebench that did not have an option yet
+// resumes with a newer one while the new option stays at its default.
+func TestSameRunsAsWithNewOptions(t *testing.T) {
+	p := mustPlan(t, randomSpec, 5)
+	if _, ok := p.Configs[0].Options["script"]; !ok {
+		t.Fatal("the test needs the script option at its default in the plan")
+	}
+	// The stored plan of an older tunebench: no script option anywhere.
+	b, _ := p.JSON()
+	old, err := DecodePlan(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range old.Configs {
+		delete(old.Configs[i].Options, "script")
+	}
+	old.Fingerprint = old.fingerprint()
+	if old.Fingerprint == p.Fingerprint {
+		t.Fatal("dropping an option kept the fingerprint")
+	}
+	if !p.SameRunsAs(p) || !p.SameRunsAs(old) {
+		t.Errorf("a plan with a new option at its default does not resume the older plan")
+	}
+	// Set to another value, the new option changes the runs.
+	other := mustPlan(t, strings.Replace(randomSpec, "options: {duration: 10s}", "options: {duration: 10s, script: select-only}", 1), 5)
+	if other.Configs[0].Options["script"] != "select-only" {
+		t.Fatalf("the spec did not set the script: %v", other.Configs[0].Options)
+	}
+	if other.SameRunsAs(old) {
+		t.Errorf("a new option away from its default resumed the older plan")
+	}
+	// Anything else that changed still refuses.
+	more := mustPlan(t, strings.Replace(randomSpec, "repetitions: 2", "repetitions: 3", 1), 5)
+	if more.SameRunsAs(old) || more.SameRunsAs(p) {
+		t.Errorf("more repetitions resumed the plan")
+	}
+}
+
 // TestOrderIsPinned pins one shuffled order: plans must come out the same
 // from the same file and seed in every tunebench version (resume compares
 // them), so a change here is a compatibility break.
