@@ -53,6 +53,10 @@ func IsConnError(err error) bool {
 	if errors.As(err, &cf) && cf.ConnectFailure() {
 		return true
 	}
+	var cl interface{ ConnectionLost() bool }
+	if errors.As(err, &cl) && cl.ConnectionLost() {
+		return true
+	}
 	var ne net.Error
 	if errors.As(err, &ne) {
 		return true

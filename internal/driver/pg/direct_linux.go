@@ -161,11 +161,12 @@ func (c *directConn) Read(p []byte) (int, error) {
 	defer c.decref()
 	c.rd.inflight.Add(1)
 	defer c.rd.inflight.Add(-1)
+	ready := c.ready.Swap(false)
 	if c.rd.expired.Load() {
 		return 0, c.opErr("read", os.ErrDeadlineExceeded)
 	}
 	wasShut := c.shut.Load()
-	if c.ready.Swap(false) {
+	if ready {
 		// poll(2) said the reply is there: take it without blocking.
 		n, e := rawIO(unix.SYS_RECVFROM, c.fd, p)
 		switch {
@@ -210,7 +211,7 @@ func MarkReadable(c net.Conn) {
 // first). MSG_NOSIGNAL: a closed peer gives EPIPE, not SIGPIPE.
 func rawIO(trap uintptr, fd int, p []byte) (int, syscall.Errno) {
 	r, _, e := syscall.RawSyscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)),
-		unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
+		unix.MSG_DONTWAIT|ioFlags(trap), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -221,11 +222,19 @@ func rawIO(trap uintptr, fd int, p []byte) (int, syscall.Errno) {
 // path (the thread may sleep in the kernel).
 func blockingIO(trap uintptr, fd int, p []byte) (int, error) {
 	r, _, e := syscall.Syscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)),
-		unix.MSG_NOSIGNAL, 0, 0)
+		ioFlags(trap), 0, 0)
 	if e != 0 {
 		return 0, e
 	}
 	return int(r), nil
+}
+
+// ioFlags are the flags of every call: MSG_NOSIGNAL for sends.
+func ioFlags(trap uintptr) uintptr {
+	if trap == unix.SYS_SENDTO {
+		return unix.MSG_NOSIGNAL
+	}
+	return 0
 }
 
 func (c *directConn) Write(p []byte) (int, error) {

@@ -347,6 +347,31 @@ func TestDirectConnMarkReadable(t *testing.T) {
 	MarkReadable(peer) // not a direct connection: ignored
 }
 
+// rawIO never blocks (it runs without telling the runtime, so a blocking
+// call would hold up the garbage collector's stop-the-world): on an empty
+// socket it returns EAGAIN at once.
+func TestRawIONeverBlocks(t *testing.T) {
+	dc, peer := pair(t)
+	buf := make([]byte, 16)
+	within(t, 2*time.Second, "a raw receive on an empty socket", func() {
+		if n, e := rawIO(unix.SYS_RECVFROM, dc.fd, buf); n != 0 || e != syscall.EAGAIN {
+			t.Errorf("empty socket: %d, %v; want EAGAIN", n, e)
+		}
+	})
+	// A full send buffer: the raw send stops short or says EAGAIN.
+	big := make([]byte, 64<<20)
+	within(t, 2*time.Second, "raw sends into a peer that does not read", func() {
+		for i := 0; i < 1000; i++ {
+			n, e := rawIO(unix.SYS_SENDTO, dc.fd, big)
+			if e == syscall.EAGAIN || n < len(big) {
+				return
+			}
+		}
+		t.Error("the send buffer never filled")
+	})
+	_ = peer
+}
+
 // A Unix-domain socket (a DSN with a socket directory as host) goes
 // through the same send and receive calls.
 func TestDirectConnUnixSocket(t *testing.T) {

@@ -44,8 +44,17 @@ const repliesMaxMsg = 1 << 20
 
 // ErrProtocol is returned (wrapped) for a reply that is not one a
 // statement of the extended or simple query protocol can produce; the
-// connection is closed.
-var ErrProtocol = errors.New("unexpected message from the server")
+// connection is closed. Such an error counts as a lost connection
+// (driver.IsConnError).
+var ErrProtocol error = protocolError("unexpected message from the server")
+
+type protocolError string
+
+func (e protocolError) Error() string { return string(e) }
+
+// ConnectionLost marks the error as a lost connection for
+// driver.IsConnError.
+func (e protocolError) ConnectionLost() bool { return true }
 
 // Reset drops what is buffered, for a new connection.
 func (r *Replies) Reset() { r.start, r.end = 0, 0 }
@@ -60,14 +69,13 @@ func (r *Replies) UntilReady(pc *pgconn.PgConn) error {
 	for {
 		typ, body, err := r.next(c)
 		if err != nil {
+			// The connection is unusable after a failed read or a bad
+			// message (pgconn closes it too). An error the server
+			// reported before going away (e.g. FATAL: terminating
+			// connection) says more than the end of the stream.
+			_ = pc.Close(context.Background())
 			if first != nil && !errors.Is(err, ErrProtocol) {
-				// The server reported an error and then went away
-				// (e.g. FATAL: terminating connection): the error
-				// says more than the end of the stream.
 				return first
-			}
-			if errors.Is(err, ErrProtocol) {
-				_ = pc.Close(context.Background())
 			}
 			return err
 		}
@@ -81,13 +89,13 @@ func (r *Replies) UntilReady(pc *pgconn.PgConn) error {
 				return fmt.Errorf("%w: bad error response: %v", ErrProtocol, err)
 			}
 			pe := pgconn.ErrorResponseToPgError(&m)
-			if first == nil {
-				first = pe
-			}
 			if pe.Severity == "FATAL" || pe.Severity == "PANIC" {
 				// The server closes the connection after it.
 				_ = pc.Close(context.Background())
-				return first
+				return pe
+			}
+			if first == nil {
+				first = pe
 			}
 		case '2', // BindComplete
 			'1', // ParseComplete

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/tunebench/tunebench/internal/driver"
 )
 
 // trickle is a net.Conn that returns at most max bytes per Read.
@@ -48,13 +49,13 @@ func TestRepliesNext(t *testing.T) {
 	for _, c := range []net.Conn{&trickle{r: bytes.NewReader(stream), max: 1}, &trickle{r: bytes.NewReader(stream), max: 5000}} {
 		var r Replies
 		want := []struct {
-			typ byte
-			n   int
-		}{{'2', 0}, {'N', len(big)}, {'D', 7}, {'Z', 1}}
+			typ  byte
+			body []byte
+		}{{'2', nil}, {'N', big}, {'D', []byte{0, 1, 0, 0, 0, 1, '7'}}, {'Z', []byte{'I'}}}
 		for _, w := range want {
 			typ, body, err := r.next(c)
-			if err != nil || typ != w.typ || len(body) != w.n {
-				t.Fatalf("got %q (%d bytes), %v; want %q (%d bytes)", typ, len(body), err, w.typ, w.n)
+			if err != nil || typ != w.typ || !bytes.Equal(body, w.body) {
+				t.Fatalf("got %q %q, %v; want %q %q", typ, body, err, w.typ, w.body)
 			}
 		}
 		if _, _, err := r.next(c); err != io.ErrUnexpectedEOF {
@@ -62,10 +63,87 @@ func TestRepliesNext(t *testing.T) {
 		}
 	}
 
-	var r Replies
-	bad := &trickle{r: bytes.NewReader([]byte{'2', 0, 0, 0, 3}), max: 1}
-	if _, _, err := r.next(bad); !errors.Is(err, ErrProtocol) {
-		t.Fatalf("length 3: %v, want ErrProtocol", err)
+	for _, bad := range [][]byte{{'2', 0, 0, 0, 3}, {'D', 0x7f, 0, 0, 0}} {
+		var r Replies
+		if _, _, err := r.next(&trickle{r: bytes.NewReader(bad), max: 1}); !errors.Is(err, ErrProtocol) {
+			t.Fatalf("length % x: %v, want ErrProtocol", bad[1:], err)
+		}
+	}
+}
+
+func join(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+func errorMsg(severity, code, text string) []byte {
+	var b []byte
+	for _, f := range []struct {
+		k byte
+		v string
+	}{{'S', severity}, {'V', severity}, {'C', code}, {'M', text}} {
+		b = append(append(append(b, f.k), f.v...), 0)
+	}
+	return msg('E', append(b, 0))
+}
+
+// UntilReady on crafted replies: what it returns and whether it closes the
+// connection.
+func TestRepliesUntilReadyCrafted(t *testing.T) {
+	ok := join(msg('2', nil), msg('D', []byte{0, 1, 0, 0, 0, 1, '7'}), msg('C', []byte("SELECT 1\x00")), msg('Z', []byte{'I'}))
+	cases := []struct {
+		name    string
+		stream  []byte
+		eof     bool   // the server closes after the stream
+		code    string // SQLSTATE of the PgError wanted, "" for none
+		connErr bool   // a connection error wanted (driver.IsConnError)
+		closed  bool
+	}{
+		{name: "results", stream: ok},
+		{name: "error then ready", stream: append(errorMsg("ERROR", "40001", "could not serialize"), msg('Z', []byte{'E'})...), code: "40001"},
+		{name: "two errors: the first", stream: join(errorMsg("ERROR", "22012", "division by zero"), errorMsg("ERROR", "40P01", "deadlock"), msg('Z', []byte{'E'})), code: "22012"},
+		{name: "error then gone", stream: errorMsg("ERROR", "22012", "division by zero"), eof: true, code: "22012", closed: true},
+		{name: "fatal", stream: append(errorMsg("ERROR", "22012", "x"), errorMsg("FATAL", "57P01", "terminating connection")...), eof: true, code: "57P01", closed: true},
+		{name: "unknown message", stream: msg('R', []byte{0, 0, 0, 0}), connErr: true, closed: true},
+		{name: "too long", stream: []byte{'D', 0x7f, 0, 0, 0}, connErr: true, closed: true},
+		{name: "end inside a message", stream: msg('D', []byte{0, 1, 0, 0})[:6], eof: true, connErr: true, closed: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dc, peer := pair(t)
+			cfg, err := pgconn.ParseConfig("host=127.0.0.1 sslmode=disable")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pc, err := pgconn.Construct(&pgconn.HijackedConn{Conn: dc, Config: cfg, TxStatus: 'I', ParameterStatuses: map[string]string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				_, _ = peer.Write(tc.stream)
+				if tc.eof {
+					peer.Close()
+				}
+			}()
+			var r Replies
+			var got error
+			within(t, 5*time.Second, "UntilReady", func() { got = r.UntilReady(pc) })
+			var pe *pgconn.PgError
+			switch {
+			case tc.code != "":
+				if !errors.As(got, &pe) || pe.Code != tc.code {
+					t.Errorf("got %v, want SQLSTATE %s", got, tc.code)
+				}
+			case tc.connErr:
+				if got == nil || !driver.IsConnError(got) {
+					t.Errorf("got %v, want a connection error", got)
+				}
+			default:
+				if got != nil {
+					t.Errorf("got %v, want nil", got)
+				}
+			}
+			if pc.IsClosed() != tc.closed {
+				t.Errorf("closed %v, want %v", pc.IsClosed(), tc.closed)
+			}
+		})
 	}
 }
 

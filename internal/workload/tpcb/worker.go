@@ -174,6 +174,14 @@ func (w *Worker) reconnect(ctx context.Context) error {
 		}
 		w.sds[i] = sd
 	}
+	// From here on the worker reads the connection itself (Replies):
+	// pgconn must have nothing buffered and no read in progress (a slow
+	// Prepare write starts its background reader, which may still be
+	// waiting in a read).
+	if err := conn.PgConn().SyncConn(ctx); err != nil {
+		_ = conn.Close(context.Background())
+		return fmt.Errorf("sync connection: %w", err)
+	}
 	w.Use(conn)
 	w.replies.Reset()
 	return nil

@@ -4,9 +4,12 @@ package tpcb
 
 import (
 	"context"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
 	"github.com/tunebench/tunebench/internal/redact"
 	"github.com/tunebench/tunebench/internal/workload"
@@ -175,5 +178,70 @@ func TestReadInfoStaleMeta(t *testing.T) {
 	exec(t, conn, "delete from pgbench_branches where bid = 2")
 	if info, err := ReadInfo(ctx, conn); err != nil || info.LoadedBy != "pgbench" || info.Scale != 1 {
 		t.Errorf("scale changed: %+v %v", info, err)
+	}
+}
+
+// slowWrites is a connection whose next *slow writes return 40 ms after
+// the data went out (as when the writing thread loses its CPU): longer than
+// pgconn's slow-write timer (15 ms), which then starts its background
+// reader during a Prepare; the reply arrives while the write has not
+// returned yet.
+type slowWrites struct {
+	net.Conn
+	slow *atomic.Int32
+}
+
+func (c slowWrites) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if c.slow.Add(-1) >= 0 {
+		time.Sleep(40 * time.Millisecond)
+	}
+	return n, err
+}
+
+// TestReconnectAfterSlowPrepare: a worker reads its replies itself, so
+// pgconn must not be left reading the connection after the prepares (its
+// background reader, started by a slow write, took the first reply and the
+// step then waited forever).
+func TestReconnectAfterSlowPrepare(t *testing.T) {
+	srv := pg.Server(t)
+	_, conn := testDB(t)
+	if _, err := Load(ctxT(t, time.Minute), func(ctx context.Context) (*pgx.Conn, error) {
+		return srv.ConnectDB(ctx, conn.Config().Database)
+	}, LoadOptions{Scale: 1, Workers: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(srv.DSNFor(conn.Config().Database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slow atomic.Int32
+	dial := &net.Dialer{}
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return slowWrites{c, &slow}, nil
+	}
+	connect := func(ctx context.Context) (*pgx.Conn, error) {
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		if err == nil {
+			slow.Store(1) // the prepare is slow
+		}
+		return c, err
+	}
+	for i := 0; i < 5; i++ {
+		slow.Store(0)
+		w := newTestWorker(t, connect, ScriptSelectOnly, false, i)
+		// One context for the worker's steps, as the executor's.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for j := 0; j < 3; j++ {
+			o, err := w.Step(ctx)
+			if err != nil || o.Class != workload.ClassOK {
+				t.Fatalf("worker %d step %d: %+v %v", i, j, o, err)
+			}
+		}
 	}
 }
