@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/testutil"
 )
 
 // TestSamplersTPCB runs tpcb (scale 1, 2 clients, 1 s warm-up, 3 s
@@ -16,7 +17,10 @@ import (
 func TestSamplersTPCB(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	srv := pg.Server(t)
+	// A server of its own: the wait-event sampler counts the active
+	// sessions of the whole server, and the shared one serves the other
+	// tests running in parallel.
+	srv := testutil.StartServer(t)
 	db := loadedDB(h, srv)
 	results := tempPath(t, "results.db")
 	jsonPath := tempPath(t, "summary.json")

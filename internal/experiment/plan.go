@@ -45,6 +45,10 @@ type Plan struct {
 	Runs         []Run     `json:"runs"`
 	Estimate     Estimate  `json:"estimate"`
 	Fingerprint  string    `json:"fingerprint"`
+	// OptionNames are the workload's options when the plan was made (not in
+	// the fingerprint): a resume by a newer tunebench tells its new options
+	// by them (SameRunsAs).
+	OptionNames []string `json:"option_names,omitempty"`
 
 	// Not stored: what a freshly built plan knows besides.
 	workload  *Workload
@@ -100,7 +104,7 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 		XAxis: s.XAxis, Seed: seed, Order: s.Order, Reset: s.Reset, ResetEvery: s.ResetEvery,
 		Repetitions: s.Repetitions, WarmupRuns: s.WarmupRuns, CooldownS: s.Cooldown.Seconds(),
 		Database: s.Target.Database, BaseSettings: s.Target.Settings,
-		workload: w, spec: s, costs: DefaultCosts(),
+		workload: w, spec: s, costs: DefaultCosts(), OptionNames: w.OptionNames(),
 	}
 	p.TargetKind = "managed"
 	if s.Target.Managed == nil {
@@ -532,10 +536,12 @@ func (p *Plan) fingerprint() string {
 // SameRunsAs reports whether p, planned now, identifies the same runs as
 // stored, planned when the experiment started (a resume). It does when the
 // fingerprints are equal, and also when they are equal once p leaves out
-// the options that stored has in none of its configurations (options an
-// earlier tunebench did not have) where p has them at their defaults: a
-// newer tunebench can then resume an older experiment, its runs going on
-// with the new options' defaults, as with any other change to the driver.
+// its run options that stored's workload did not have (options added by a
+// newer tunebench) where p has them at their defaults: the resumed runs go
+// on with the new options' defaults, as with any other change to the
+// driver. Options that shape the loaded data are never left out (they mark
+// the database). Plans made before OptionNames was stored tell the options
+// they had by their configurations, which hold every option with a default.
 func (p *Plan) SameRunsAs(stored *Plan) bool {
 	if stored.Fingerprint == p.Fingerprint {
 		return true
@@ -544,39 +550,35 @@ func (p *Plan) SameRunsAs(stored *Plan) bool {
 		return false
 	}
 	had := map[string]bool{}
-	for _, c := range stored.Configs {
-		for k := range c.Options {
-			had[k] = true
-		}
-		for k := range c.Load {
-			had[k] = true
-		}
+	for _, n := range stored.OptionNames {
+		had[n] = true
 	}
-	dropNew := func(o Options) (Options, bool) {
-		out := Options{}
-		dropped := false
-		for k, v := range o {
-			if !had[k] {
-				if opt, ok := p.workload.Option(k); ok && opt.Default != "" && v == opt.Default {
-					dropped = true
-					continue
-				}
+	if len(stored.OptionNames) == 0 {
+		for _, c := range stored.Configs {
+			for k := range c.Options {
+				had[k] = true
 			}
-			out[k] = v
+			for k := range c.Load {
+				had[k] = true
+			}
 		}
-		return out, dropped
 	}
 	q := *p
 	q.Configs = make([]Config, len(p.Configs))
-	droppedAny := false
+	dropped := false
 	for i, c := range p.Configs {
-		var d1, d2 bool
-		c.Options, d1 = dropNew(c.Options)
-		c.Load, d2 = dropNew(c.Load)
-		droppedAny = droppedAny || d1 || d2
+		opts := Options{}
+		for k, v := range c.Options {
+			if opt, ok := p.workload.Option(k); ok && !had[k] && !opt.Load && opt.Default != "" && v == opt.Default {
+				dropped = true
+				continue
+			}
+			opts[k] = v
+		}
+		c.Options = opts
 		q.Configs[i] = c
 	}
-	return droppedAny && q.fingerprint() == stored.Fingerprint
+	return dropped && q.fingerprint() == stored.Fingerprint
 }
 
 // Differences describes how plan q differs from p in what identifies the

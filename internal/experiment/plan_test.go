@@ -332,8 +332,39 @@ func TestSameRunsAsWithNewOptions(t *testing.T) {
 	if old.Fingerprint == p.Fingerprint {
 		t.Fatal("dropping an option kept the fingerprint")
 	}
+	if len(old.OptionNames) == 0 || !strings.Contains(string(b), `"option_names":`) {
+		t.Fatal("the plan does not store its option names")
+	}
+	// A plan from before option names were stored: the configurations tell.
+	names := old.OptionNames
+	old.OptionNames = nil
 	if !p.SameRunsAs(p) || !p.SameRunsAs(old) {
 		t.Errorf("a plan with a new option at its default does not resume the older plan")
+	}
+	// With option names stored: the names tell, not the configurations.
+	old.OptionNames = nil
+	for _, n := range names {
+		if n != "script" {
+			old.OptionNames = append(old.OptionNames, n)
+		}
+	}
+	if !p.SameRunsAs(old) {
+		t.Errorf("a plan whose stored option names lack the new one does not resume")
+	}
+	old.OptionNames = names // script existed: its absence is a change
+	if p.SameRunsAs(old) {
+		t.Errorf("a plan resumed although an option it had went missing")
+	}
+	old.OptionNames = nil
+	// A load option is never left out (it marks the loaded database).
+	loadOld, _ := DecodePlan(b)
+	loadOld.OptionNames = nil
+	for i := range loadOld.Configs {
+		delete(loadOld.Configs[i].Load, "scale")
+	}
+	loadOld.Fingerprint = loadOld.fingerprint()
+	if p.SameRunsAs(loadOld) {
+		t.Errorf("a new load option was left out")
 	}
 	// Set to another value, the new option changes the runs.
 	other := mustPlan(t, strings.Replace(randomSpec, "options: {duration: 10s}", "options: {duration: 10s, script: select-only}", 1), 5)
