@@ -294,11 +294,7 @@ func TestDirectConnMarkReadable(t *testing.T) {
 	if _, err := peer.Write([]byte("reply")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
-		fds := []unix.PollFd{{Fd: int32(dc.fd), Events: unix.POLLIN}}
-		n, _ := unix.Poll(fds, 0)
-		return n == 1
-	}, func() string { return "the socket never became readable" })
+	waitReadable(t, dc, "the socket never became readable")
 	MarkReadable(dc)
 	if n, err := dc.Read(buf); err != nil || string(buf[:n]) != "reply" {
 		t.Fatalf("marked read: %q, %v", buf[:n], err)
@@ -334,11 +330,7 @@ func TestDirectConnMarkReadable(t *testing.T) {
 
 	// The end of the stream.
 	peer.Close()
-	waitFor(t, func() bool {
-		fds := []unix.PollFd{{Fd: int32(dc.fd), Events: unix.POLLIN}}
-		n, _ := unix.Poll(fds, 0)
-		return n == 1
-	}, func() string { return "the closed socket never became readable" })
+	waitReadable(t, dc, "the closed socket never became readable")
 	MarkReadable(dc)
 	if _, err := dc.Read(buf); err != io.EOF {
 		t.Fatalf("marked read at the end: %v, want io.EOF", err)
@@ -403,11 +395,7 @@ func TestDirectConnUnixSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == 1 {
-			waitFor(t, func() bool {
-				fds := []unix.PollFd{{Fd: int32(dc.fd), Events: unix.POLLIN}}
-				n, _ := unix.Poll(fds, 0)
-				return n == 1
-			}, func() string { return "no echo" })
+			waitReadable(t, dc, "no echo")
 			MarkReadable(dc)
 		}
 		if _, err := io.ReadFull(dc, buf[:len(msg)]); err != nil || string(buf[:len(msg)]) != msg {
@@ -426,6 +414,16 @@ func TestDirectConnNoLeaks(t *testing.T) {
 	}
 	waitFor(t, func() bool { return openFDs(t) <= fds0 && runtime.NumGoroutine() <= g0 },
 		func() string { return "descriptors or goroutines leaked" })
+}
+
+// waitReadable waits until poll(2) reports dc readable.
+func waitReadable(t *testing.T, dc *directConn, what string) {
+	t.Helper()
+	waitFor(t, func() bool {
+		fds := []unix.PollFd{{Fd: int32(dc.fd), Events: unix.POLLIN}}
+		n, _ := unix.Poll(fds, 0)
+		return n == 1
+	}, func() string { return what })
 }
 
 func fcntlGetFl(fd int) (int, error) {
