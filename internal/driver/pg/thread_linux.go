@@ -15,7 +15,10 @@ import (
 // every 20 µs for a while: with four workers blocked in reads that was a
 // sysmon wake-up every ~160 µs and a fifth of the client's CPU time. A
 // goroutine that yields more often than every 10 ms is never the target.
-const yieldEvery = 5 * time.Millisecond
+// 8 ms leaves a margin for a late turn of the driver's loop; at 5 ms the
+// yields (two thread hand-offs, and the policy and affinity switches around
+// them) were about 5% of the driver's CPU in a select-only run.
+const yieldEvery = 8 * time.Millisecond
 
 // Thread is the scheduling discipline of one goroutine that drives a direct
 // connection (see Target.Connect) in a loop, one per load-generating worker.
@@ -43,6 +46,12 @@ type Thread struct {
 	pinCPU  int
 	pinned  bool        // the current thread has pinCPU's affinity
 	unpinTo unix.CPUSet // the thread's affinity before pinning
+	haveTo  bool        // unpinTo was read
+
+	// The policy attributes of the first thread, for every later switch:
+	// the runtime's threads share them (SCHED_FLAG_RESET_ON_FORK), and
+	// reading them again at each yield cost a system call.
+	nice int32
 }
 
 // Pin asks Tick to keep the goroutine's thread on cpu (workload.PinnedThread).
@@ -63,8 +72,13 @@ func (t *Thread) pinThread() {
 	if !t.pin || t.pinned {
 		return
 	}
-	if unix.SchedGetaffinity(0, &t.unpinTo) != nil {
-		return
+	if !t.haveTo {
+		// The runtime's threads share the process's affinity: read it
+		// once.
+		if unix.SchedGetaffinity(0, &t.unpinTo) != nil {
+			return
+		}
+		t.haveTo = true
 	}
 	var set unix.CPUSet
 	set.Set(t.pinCPU)
@@ -85,7 +99,7 @@ func (t *Thread) Tick() {
 	if !t.started {
 		t.started = true
 		runtime.LockOSThread()
-		t.batch = setBatch(true)
+		t.batch, t.nice = startBatch()
 		t.pinThread()
 		t.lastYield = time.Now()
 		return
@@ -98,13 +112,13 @@ func (t *Thread) Tick() {
 		// runtime with its policy restored.
 		t.unpinThread()
 		if t.batch {
-			setBatch(false)
+			setPolicy(unix.SCHED_NORMAL, t.nice)
 		}
 		runtime.UnlockOSThread()
 		runtime.Gosched()
 		runtime.LockOSThread()
 		if t.batch {
-			t.batch = setBatch(true)
+			t.batch = setPolicy(unix.SCHED_BATCH, t.nice)
 		}
 		t.pinThread()
 	}
@@ -119,31 +133,29 @@ func (t *Thread) Stop() {
 	}
 	t.unpinThread()
 	if t.batch {
-		setBatch(false)
+		setPolicy(unix.SCHED_NORMAL, t.nice)
 		t.batch = false
 	}
 	runtime.UnlockOSThread()
 	t.started = false
 }
 
-// setBatch moves the calling thread from SCHED_OTHER to SCHED_BATCH (on) or
-// back (off), keeping its nice value; threads it creates start with
-// SCHED_OTHER. With on, it reports whether it changed the policy: a thread
-// that already had another policy (the user's choice, e.g. chrt) is left
-// alone, and so is any failure.
-func setBatch(on bool) bool {
+// startBatch moves the calling thread from SCHED_OTHER to SCHED_BATCH,
+// keeping its nice value, and reports whether it did, with that nice value
+// for later switches (setPolicy). A thread that already had another policy
+// (the user's choice, e.g. chrt) is left alone, and so is any failure.
+func startBatch() (bool, int32) {
 	attr, err := unix.SchedGetAttr(0, 0)
-	if err != nil {
-		return false
+	if err != nil || attr.Policy != unix.SCHED_NORMAL {
+		return false, 0
 	}
-	from, to := uint32(unix.SCHED_NORMAL), uint32(unix.SCHED_BATCH)
-	if !on {
-		from, to = to, from
-	}
-	if attr.Policy != from {
-		return false
-	}
-	a := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: to, Nice: attr.Nice, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
+	return setPolicy(unix.SCHED_BATCH, attr.Nice), attr.Nice
+}
+
+// setPolicy gives the calling thread policy (SCHED_NORMAL or SCHED_BATCH)
+// with nice; threads it creates start with SCHED_NORMAL.
+func setPolicy(policy uint32, nice int32) bool {
+	a := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: policy, Nice: nice, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
 	return unix.SchedSetAttr(0, &a, 0) == nil
 }
 
