@@ -20,7 +20,13 @@ import (
 // pair returns a directConn and the peer end of a loopback TCP connection.
 func pair(t *testing.T) (*directConn, net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return pairOn(t, "tcp", "127.0.0.1:0")
+}
+
+// pairOn is pair on a listener of network at address.
+func pairOn(t *testing.T, network, address string) (*directConn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen(network, address)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,13 +40,13 @@ func pair(t *testing.T) (*directConn, net.Conn) {
 		}
 		accepted <- c
 	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	c, err := net.Dial(network, ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	dc, ok := newDirectConn(c)
 	if !ok {
-		t.Fatal("newDirectConn refused a *net.TCPConn")
+		t.Fatalf("newDirectConn refused a %T", c)
 	}
 	peer := <-accepted
 	if peer == nil {
@@ -367,28 +373,8 @@ func TestRawIONeverBlocks(t *testing.T) {
 // A Unix-domain socket (a DSN with a socket directory as host) goes
 // through the same send and receive calls.
 func TestDirectConnUnixSocket(t *testing.T) {
-	ln, err := net.Listen("unix", t.TempDir()+"/s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			_, _ = io.Copy(c, c) // echo
-			c.Close()
-		}
-	}()
-	c, err := net.Dial("unix", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, ok := newDirectConn(c)
-	if !ok {
-		t.Fatal("newDirectConn refused a *net.UnixConn")
-	}
-	dc := nc.(*directConn)
-	defer dc.Close()
+	dc, peer := pairOn(t, "unix", t.TempDir()+"/s")
+	go func() { _, _ = io.Copy(peer, peer) }() // echo
 	buf := make([]byte, 16)
 	for i, msg := range []string{"first", "second"} {
 		if _, err := dc.Write([]byte(msg)); err != nil {
