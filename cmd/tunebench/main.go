@@ -5,8 +5,10 @@ import (
 	"os"
 
 	"github.com/tunebench/tunebench/internal/cli"
+	targets "github.com/tunebench/tunebench/internal/target/all"
+	workloads "github.com/tunebench/tunebench/internal/workload/all"
 )
 
 func main() {
-	os.Exit(cli.Main(cli.NewOSState(), os.Args[1:]))
+	os.Exit(cli.Main(cli.NewOSState(workloads.Registry(), targets.Drivers()), os.Args[1:]))
 }

@@ -32,7 +32,7 @@ runs left out) are compared too: the ratio of their medians with a bootstrap
 				return err
 			}
 			defer st.Close()
-			c, err := report.CompareRuns(cmd.Context(), st, a, b, 0, 0)
+			c, err := report.CompareRuns(cmd.Context(), st, s.Registry, a, b, 0, 0)
 			if err != nil {
 				return err
 			}

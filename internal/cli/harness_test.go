@@ -21,8 +21,10 @@ import (
 	"github.com/tunebench/tunebench/internal/redact"
 	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/store"
+	targets "github.com/tunebench/tunebench/internal/target/all"
 	"github.com/tunebench/tunebench/internal/testutil"
 	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/all"
 	"github.com/tunebench/tunebench/internal/workload/tpcb"
 )
 
@@ -53,8 +55,10 @@ func (s *syncBuf) String() string {
 
 // harness runs commands for one test and keeps everything they printed.
 type harness struct {
-	t   *testing.T
-	env map[string]string // the State's environment (not the process's)
+	t *testing.T
+	// registry holds the workloads (nil: every registered one).
+	registry *workload.Registry
+	env      map[string]string // the State's environment (not the process's)
 
 	mu      sync.Mutex
 	outputs []string // every stdout and stderr, for secret scans
@@ -80,6 +84,9 @@ func (r result) String() string {
 // state builds a State; sig may be nil (no signals).
 func (h *harness) state(sig <-chan os.Signal) (*cli.State, *syncBuf, *syncBuf) {
 	out, errb := &syncBuf{}, &syncBuf{}
+	if h.registry == nil {
+		h.registry = all.Registry()
+	}
 	st := &cli.State{
 		Stdout: out,
 		Stderr: errb,
@@ -89,7 +96,8 @@ func (h *harness) state(sig <-chan os.Signal) (*cli.State, *syncBuf, *syncBuf) {
 			return v, ok
 		},
 		Redactor: redact.New(),
-		Registry: workload.NewRegistry(tpcb.Workload{}),
+		Registry: h.registry,
+		Drivers:  targets.Drivers(),
 		Signals:  sig,
 		Exit: func(code int) {
 			h.mu.Lock()

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/report"
+	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
 )
 
@@ -193,12 +193,7 @@ func writeExperimentReport(ctx context.Context, cmd *cobra.Command, s *State, rf
 	if _, err := st.GetExperiment(ctx, name); err != nil {
 		return err
 	}
-	return buildReportFile(ctx, st, name, path)
-}
-
-// buildReportFile writes the report of experiment name to path.
-func buildReportFile(ctx context.Context, st *store.Store, name, path string) error {
-	r, err := report.Build(ctx, st, report.Options{Experiment: name, Version: Version})
+	r, err := report.Build(ctx, st, report.Options{Experiment: name, Version: Version, Registry: s.Registry})
 	if err != nil {
 		return err
 	}
@@ -225,10 +220,12 @@ func printExperimentRunTable(ctx context.Context, cmd *cobra.Command, s *State, 
 	if err != nil || len(runs) == 0 {
 		return
 	}
-	var rows []summary
+	var rows []*results.Summary
 	for i := len(runs) - 1; i >= 0; i-- { // oldest first
-		var sum summary
-		if json.Unmarshal(runs[i].Summary, &sum) == nil {
+		if sum := results.DecodeInfo(runs[i], s.Registry.Extras()); sum != nil {
+			if sum.Measured == nil {
+				sum.Measured = &results.Measured{}
+			}
 			if sum.Script == "" {
 				sum.Script = runs[i].Variant
 			}
@@ -236,5 +233,5 @@ func printExperimentRunTable(ctx context.Context, cmd *cobra.Command, s *State, 
 		}
 	}
 	s.printf("\n%s, every run (tps = committed transactions per second; latency in ms):\n", name)
-	printSummaryTable(s, rows)
+	s.printBlocks([]results.Block{results.TableBlock(results.RunTable(rows))})
 }

@@ -38,7 +38,7 @@ docs/report.md explains how to read each section.`,
 				return err
 			}
 			defer st.Close()
-			o := report.Options{Baseline: baseline, MaxSeriesRuns: maxRuns, Version: buildVersion()}
+			o := report.Options{Baseline: baseline, MaxSeriesRuns: maxRuns, Version: buildVersion(), Registry: s.Registry}
 			if err := reportTarget(cmd, st, args, &o); err != nil {
 				return err
 			}

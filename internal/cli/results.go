@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/workload"
 )
 
 // resultsFlag is the --results flag shared by commands that use the store.
@@ -75,7 +77,7 @@ func newResultsListCmd(s *State) *cobra.Command {
 			io.WriteString(tw, "ID\tSTARTED\tWORKLOAD\tVARIANT\tSTATUS\tSECONDS\tSUMMARY\n")
 			for _, r := range runs {
 				io.WriteString(tw, strconv.FormatInt(r.ID, 10)+"\t"+r.StartedAt.Local().Format("2006-01-02 15:04:05")+"\t"+r.Workload+"\t"+r.Variant+"\t"+r.Status+"\t"+
-					strconv.FormatFloat(r.EndedAt.Sub(r.StartedAt).Seconds(), 'f', 1, 64)+"\t"+oneLineSummary(r.Summary)+"\n")
+					strconv.FormatFloat(r.EndedAt.Sub(r.StartedAt).Seconds(), 'f', 1, 64)+"\t"+s.oneLineSummary(r.Workload, r.Summary)+"\n")
 			}
 			return tw.Flush()
 		},
@@ -87,37 +89,19 @@ func newResultsListCmd(s *State) *cobra.Command {
 	return cmd
 }
 
-// oneLineSummary picks the headline numbers out of a stored summary.
-func oneLineSummary(raw json.RawMessage) string {
-	if l := storageOneLine(raw); l != "" {
-		return l
-	}
-	if l := fsblogOneLine(raw); l != "" {
-		return l
-	}
-	var t struct {
-		VUsers *int    `json:"vusers"`
-		NOPM   float64 `json:"nopm"`
-		TPM    float64 `json:"tpm"`
-		Errors int64   `json:"errors"`
-	}
-	if json.Unmarshal(raw, &t) == nil && t.VUsers != nil {
-		return "vusers " + strconv.Itoa(*t.VUsers) + ", NOPM " + strconv.FormatFloat(t.NOPM, 'f', 0, 64) +
-			", TPM " + strconv.FormatFloat(t.TPM, 'f', 0, 64) + ", errors " + strconv.FormatInt(t.Errors, 10)
-	}
-	var m struct {
-		Clients int     `json:"clients"`
-		TPS     float64 `json:"tps"`
-		Lat     struct {
-			P95 float64 `json:"p95"`
-		} `json:"latency_ms"`
-		Errors int64 `json:"errors"`
-	}
-	if json.Unmarshal(raw, &m) != nil {
+// oneLineSummary is a stored run's one-line result, from its workload's
+// view ("" when the workload or its summary is unknown).
+func (s *State) oneLineSummary(workloadName string, raw json.RawMessage) string {
+	w, ok := s.Registry.Get(workloadName)
+	v, isViewer := w.(workload.Viewer)
+	if !ok || !isViewer || len(raw) == 0 {
 		return ""
 	}
-	return "clients " + strconv.Itoa(m.Clients) + ", tps " + strconv.FormatFloat(m.TPS, 'f', 1, 64) +
-		", p95 " + strconv.FormatFloat(m.Lat.P95, 'f', 3, 64) + " ms, errors " + strconv.FormatInt(m.Errors, 10)
+	sum, err := results.Decode(raw, s.Registry.Extras())
+	if err != nil {
+		return ""
+	}
+	return v.Brief(sum)
 }
 
 func parseRunID(arg string) (int64, error) {
@@ -150,15 +134,9 @@ func newResultsShowCmd(s *State) *cobra.Command {
 			}
 			s.printf("run %d: %s %s, status %s, %s .. %s\n", r.ID, r.Workload, r.Variant, r.Status,
 				r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.EndedAt.Local().Format("15:04:05"))
-			var sum summary
-			switch {
-			case showStoredStorage(s, r.Summary), showStoredFsblog(s, r.Summary):
-			case json.Unmarshal(r.Summary, &sum) == nil && sum.Workload != "":
-				if sum.TPCCSummary != nil {
-					printTPCCSummary(s, sum)
-				} else {
-					printSummaryTable(s, []summary{sum})
-					printOutcomes(s, sum)
+			if w, ok := s.Registry.Get(r.Workload); ok && len(r.Summary) > 0 {
+				if sum, err := results.Decode(r.Summary, s.Registry.Extras()); err == nil {
+					s.printBlocks(showBlocks(w, sum, false))
 				}
 			}
 			for _, part := range []struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/workload"
 )
 
 // Main runs the CLI and returns the process exit code.
@@ -96,8 +97,8 @@ check failed, 6 missing dependency (binary, user), 130 interrupted.`,
 		newWorkloadsCmd(s),
 		newExperimentCmd(s),
 		newReportCmd(s), newCompareCmd(s),
-		newStorageCmd(s), newFsblogCmd(s),
 	)
+	root.AddCommand(workloadCommands(s)...)
 	return root
 }
 
@@ -114,16 +115,37 @@ func newVersionCmd(s *State) *cobra.Command {
 }
 
 func newWorkloadsCmd(s *State) *cobra.Command {
-	return &cobra.Command{
-		Use:   "workloads",
-		Short: "List the workloads",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, n := range s.Registry.Names() {
-				w, _ := s.Registry.Get(n)
-				s.printf("%-8s %s\n", n, w.Meta().Description)
+	var markdown bool
+	cmd := &cobra.Command{
+		Use:   "workloads [NAME]",
+		Short: "List the workloads and what each can do, or one workload's options",
+		Long: `Without a name: each workload, what it can do (load, run, check, its own report
+section) and what it is. With a name: its options, per command, as flags and as
+experiment keys (docs/options.md has the same tables).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if markdown {
+				s.printf("%s", optionsDoc(s.Registry))
+				return nil
 			}
+			if len(args) == 1 {
+				w, ok := s.Registry.Get(args[0])
+				if !ok {
+					return errs.Usage("`tunebench workloads` lists them", "no workload %q", args[0])
+				}
+				s.printf("%s", optionsMarkdown(w))
+				return nil
+			}
+			t := newLeftTable(s)
+			t.row("NAME", "CAN", "DESCRIPTION")
+			for _, w := range s.Registry.All() {
+				t.row(w.Meta().Name, strings.Join(workload.Capabilities(w), ", "), w.Meta().Description)
+			}
+			t.flush()
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&markdown, "markdown", false, "print docs/options.md: every workload's options")
+	_ = cmd.Flags().MarkHidden("markdown")
+	return cmd
 }

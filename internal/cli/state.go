@@ -12,12 +12,10 @@ import (
 	"syscall"
 
 	"github.com/mattn/go-isatty"
+
 	"github.com/tunebench/tunebench/internal/redact"
-	"github.com/tunebench/tunebench/internal/storage/fio"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
-	"github.com/tunebench/tunebench/internal/workload/fsblog"
-	"github.com/tunebench/tunebench/internal/workload/tpcb"
-	"github.com/tunebench/tunebench/internal/workload/tpcc"
 )
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
@@ -30,15 +28,20 @@ type State struct {
 	LookupEnv      func(string) (string, bool)
 	StderrTTY      bool
 	Redactor       *redact.Redactor
-	Registry       *workload.Registry
+	// Registry holds the workloads; the commands for load, run and check
+	// are made from it.
+	Registry *workload.Registry
+	// Drivers open the database targets.
+	Drivers []target.Driver
 	// Signals delivers interrupts (SIGINT, SIGTERM); nil means none.
 	Signals <-chan os.Signal
 	// Exit ends the process at once (second interrupt).
 	Exit func(code int)
 }
 
-// NewOSState wires State to the real process.
-func NewOSState() *State {
+// NewOSState wires State to the real process, with the workloads and
+// database targets main registers.
+func NewOSState(reg *workload.Registry, drivers []target.Driver) *State {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	return &State{
@@ -48,7 +51,8 @@ func NewOSState() *State {
 		LookupEnv: os.LookupEnv,
 		StderrTTY: isatty.IsTerminal(os.Stderr.Fd()),
 		Redactor:  redact.New(),
-		Registry:  workload.NewRegistry(tpcb.Workload{}, tpcc.Workload{}, fio.Workload{}, fsblog.Workload{}),
+		Registry:  reg,
+		Drivers:   drivers,
 		Signals:   sig,
 		Exit:      os.Exit,
 	}
@@ -87,6 +91,12 @@ func (s *State) printf(format string, a ...any) {
 func (s *State) eprintf(format string, a ...any) {
 	fmt.Fprint(s.Stderr, s.Redactor.String(fmt.Sprintf(format, a...)))
 }
+
+// note writes one line on stderr.
+func (s *State) note(format string, a ...any) { s.eprintf(format+"\n", a...) }
+
+// drivers are the target drivers.
+func (s *State) drivers() []target.Driver { return s.Drivers }
 
 func buildVersion() string {
 	v := Version

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // SQLSTATE codes the executor treats specially.
@@ -74,28 +74,28 @@ func IsConnError(err error) bool {
 // SQLSTATE. inCommit says whether the error came from the COMMIT (or from a
 // single autocommit write), where a lost connection leaves the outcome unknown.
 // attempts > 1 with a retryable SQLSTATE means the retry budget ran out.
-func Classify(err error, inCommit bool, attempts int) (workload.OutcomeClass, string) {
+func Classify(err error, inCommit bool, attempts int) (step.OutcomeClass, string) {
 	if err == nil {
 		if attempts > 1 {
-			return workload.ClassRetriedOK, ""
+			return step.ClassRetriedOK, ""
 		}
-		return workload.ClassOK, ""
+		return step.ClassOK, ""
 	}
 	code := SQLState(err)
 	switch {
 	case IsConnError(err):
 		if inCommit {
-			return workload.ClassAmbiguousCommit, code
+			return step.ClassAmbiguousCommit, code
 		}
-		return workload.ClassConnError, code
+		return step.ClassConnError, code
 	case Retryable(code):
-		return workload.ClassFailedRetryExhausted, code
+		return step.ClassFailedRetryExhausted, code
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
-		return workload.ClassFailedError, "client:canceled"
+		return step.ClassFailedError, "client:canceled"
 	default:
 		if code == "" {
 			code = "client"
 		}
-		return workload.ClassFailedError, code
+		return step.ClassFailedError, code
 	}
 }

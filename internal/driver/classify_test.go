@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 func TestClassify(t *testing.T) {
@@ -17,21 +17,21 @@ func TestClassify(t *testing.T) {
 		err      error
 		inCommit bool
 		attempts int
-		class    workload.OutcomeClass
+		class    step.OutcomeClass
 		state    string
 	}{
-		{"ok", nil, false, 1, workload.ClassOK, ""},
-		{"retried ok", nil, false, 3, workload.ClassRetriedOK, ""},
-		{"serialization exhausted", pg("40001"), false, 3, workload.ClassFailedRetryExhausted, "40001"},
-		{"deadlock exhausted", pg("40P01"), false, 1, workload.ClassFailedRetryExhausted, "40P01"},
-		{"unique violation", pg("23505"), false, 1, workload.ClassFailedError, "23505"},
-		{"admin shutdown", pg("57P01"), false, 1, workload.ClassConnError, "57P01"},
-		{"admin shutdown in commit", pg("57P01"), true, 1, workload.ClassAmbiguousCommit, "57P01"},
-		{"cannot connect now", pg("57P03"), false, 1, workload.ClassConnError, "57P03"},
-		{"connection failure", pg("08006"), false, 1, workload.ClassConnError, "08006"},
-		{"eof", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), false, 1, workload.ClassConnError, ""},
-		{"eof in commit", io.EOF, true, 1, workload.ClassAmbiguousCommit, ""},
-		{"client error", errors.New("boom"), false, 1, workload.ClassFailedError, "client"},
+		{"ok", nil, false, 1, step.ClassOK, ""},
+		{"retried ok", nil, false, 3, step.ClassRetriedOK, ""},
+		{"serialization exhausted", pg("40001"), false, 3, step.ClassFailedRetryExhausted, "40001"},
+		{"deadlock exhausted", pg("40P01"), false, 1, step.ClassFailedRetryExhausted, "40P01"},
+		{"unique violation", pg("23505"), false, 1, step.ClassFailedError, "23505"},
+		{"admin shutdown", pg("57P01"), false, 1, step.ClassConnError, "57P01"},
+		{"admin shutdown in commit", pg("57P01"), true, 1, step.ClassAmbiguousCommit, "57P01"},
+		{"cannot connect now", pg("57P03"), false, 1, step.ClassConnError, "57P03"},
+		{"connection failure", pg("08006"), false, 1, step.ClassConnError, "08006"},
+		{"eof", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), false, 1, step.ClassConnError, ""},
+		{"eof in commit", io.EOF, true, 1, step.ClassAmbiguousCommit, ""},
+		{"client error", errors.New("boom"), false, 1, step.ClassFailedError, "client"},
 	}
 	for _, c := range cases {
 		class, state := Classify(c.err, c.inCommit, c.attempts)

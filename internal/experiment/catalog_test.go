@@ -80,7 +80,7 @@ func TestOptionValues(t *testing.T) {
 		{Option{Name: "n", Kind: KindInt, Max: 10, HasMax: true}, "11", "", "at most 10"},
 	}
 	for _, c := range cases {
-		got, err := c.opt.checkValue(c.in)
+		got, err := c.opt.CheckValue(c.in)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s %q: got %q, %v; want an error with %q", c.opt.Name, c.in, got, err, c.err)

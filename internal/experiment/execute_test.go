@@ -137,7 +137,7 @@ func (t *fakeTarget) Apply(_ context.Context, s []Setting) (bool, error) {
 }
 
 func (t *fakeTarget) Load(_ context.Context, c *Config) (bool, error) {
-	t.env.log = append(t.env.log, "load "+c.Load.text([]string{"scale"}))
+	t.env.log = append(t.env.log, "load "+c.Load.Text([]string{"scale"}))
 	return true, nil
 }
 

@@ -312,7 +312,7 @@ func (c *Config) matches(kvs []KV) bool {
 
 // loadKey identifies the data a configuration needs loaded.
 func (p *Plan) loadKey(c *Config) string {
-	return c.DataDir + "\x00" + c.Load.text(p.loadNames)
+	return c.DataDir + "\x00" + c.Load.Text(p.loadNames)
 }
 
 // restartKey is the values of the settings that need a restart.
@@ -599,11 +599,11 @@ func (p *Plan) Differences(q *Plan) []string {
 	} else {
 		for i := range p.Configs {
 			a, b := p.Configs[i], q.Configs[i]
-			if a.Label != b.Label || a.Load.text(sortedKeys(a.Load)) != b.Load.text(sortedKeys(b.Load)) ||
-				a.Options.text(sortedKeys(a.Options)) != b.Options.text(sortedKeys(b.Options)) {
+			if a.Label != b.Label || a.Load.Text(sortedKeys(a.Load)) != b.Load.Text(sortedKeys(b.Load)) ||
+				a.Options.Text(sortedKeys(a.Options)) != b.Options.Text(sortedKeys(b.Options)) {
 				out = append(out, fmt.Sprintf("configuration %d: %s %s %s, now %s %s %s", i+1,
-					a.Label, a.Load.text(sortedKeys(a.Load)), a.Options.text(sortedKeys(a.Options)),
-					b.Label, b.Load.text(sortedKeys(b.Load)), b.Options.text(sortedKeys(b.Options))))
+					a.Label, a.Load.Text(sortedKeys(a.Load)), a.Options.Text(sortedKeys(a.Options)),
+					b.Label, b.Load.Text(sortedKeys(b.Load)), b.Options.Text(sortedKeys(b.Options))))
 			}
 		}
 	}

@@ -215,7 +215,7 @@ func Parse(file string, src []byte, cat Catalog) (*Spec, error) {
 	if f, ok := top["cooldown"]; ok {
 		if v, ok := scalar(f.value, "cooldown", p); ok {
 			opt := Option{Name: "cooldown", Kind: KindDuration}
-			if _, err := opt.checkValue(v); err != nil {
+			if _, err := opt.CheckValue(v); err != nil {
 				p.add(f.value, "%v", err)
 			} else {
 				s.Cooldown, _ = parseDuration(v)
@@ -521,7 +521,7 @@ func (s *Spec) parseWorkload(f field, cat Catalog, p *problems) {
 		if !ok {
 			continue
 		}
-		canon, err := opt.checkValue(v)
+		canon, err := opt.CheckValue(v)
 		if err != nil {
 			p.add(g.value, "%v", err)
 			continue
@@ -605,7 +605,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 				if !ok {
 					continue
 				}
-				canon, err := opt.checkValue(v)
+				canon, err := opt.CheckValue(v)
 				if err != nil {
 					p.add(it, "%v", err)
 					continue
@@ -655,7 +655,7 @@ func (s *Spec) checkXAxis(p *problems) {
 	opt, ok := w.Option(s.XAxis)
 	var numeric []string
 	for _, o := range w.Options {
-		if o.numeric() && !o.Load {
+		if o.Numeric() && !o.Load {
 			numeric = append(numeric, o.Name)
 		}
 	}
@@ -668,7 +668,7 @@ func (s *Spec) checkXAxis(p *problems) {
 		p.addLine(s.xLine, "%s; numeric run options: %s", msg, strings.Join(numeric, ", "))
 	case opt.Load:
 		p.addLine(s.xLine, "x_axis %s is a load option; put it in the matrix as a configuration instead and plot against one of %s", s.XAxis, strings.Join(numeric, ", "))
-	case !opt.numeric():
+	case !opt.Numeric():
 		p.addLine(s.xLine, "x_axis %s is not numeric; choose one of %s", s.XAxis, strings.Join(numeric, ", "))
 	}
 }
@@ -713,7 +713,7 @@ func (s *Spec) parseBaseline(f field, p *problems) {
 		canon := strings.TrimSpace(v)
 		if dim.Kind == DimOption {
 			if opt, ok := s.Workload.Option(dim.Name); ok {
-				if c, err := opt.checkValue(v); err == nil {
+				if c, err := opt.CheckValue(v); err == nil {
 					canon = c
 				}
 			}

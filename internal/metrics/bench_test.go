@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // BenchmarkRecorderRecord records a wide (log-normal, sigma 1) latency
@@ -22,7 +22,7 @@ func BenchmarkRecorderRecord(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		r.Record(PhaseMeasure, "tpcb-like", workload.ClassOK, lat[i&4095])
+		r.Record(PhaseMeasure, "tpcb-like", step.ClassOK, lat[i&4095])
 		if i%2000 == 1999 {
 			g.Harvest()
 		}

@@ -7,7 +7,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // Phase says whether an outcome belongs to the warm-up or to the measurement.
@@ -24,7 +24,7 @@ const (
 // Key identifies one histogram set: a transaction type and how it ended.
 type Key struct {
 	Op    string
-	Class workload.OutcomeClass
+	Class step.OutcomeClass
 }
 
 // packed is one sparse per-worker histogram with its overflow counter.
@@ -82,7 +82,7 @@ type recSlot struct {
 
 type recOp struct {
 	name  string
-	slots [numPhases][workload.NumClasses]*recSlot
+	slots [numPhases][step.NumClasses]*recSlot
 }
 
 // Recorder is one worker's recording handle. Record calls on one Recorder
@@ -101,7 +101,7 @@ type Recorder struct {
 }
 
 // slot finds or makes the slot of (ph, op, class). Caller holds r.mu.
-func (r *Recorder) slot(ph Phase, op string, class workload.OutcomeClass) *recSlot {
+func (r *Recorder) slot(ph Phase, op string, class step.OutcomeClass) *recSlot {
 	o := r.last
 	if o == nil || o.name != op {
 		o = nil
@@ -133,8 +133,8 @@ func (r *Recorder) slot(ph Phase, op string, class workload.OutcomeClass) *recSl
 
 // Record records one outcome with its latency (closed loop: latency is the
 // service time, so no separate service or lag histogram is kept).
-// class must be below workload.NumClasses.
-func (r *Recorder) Record(ph Phase, op string, class workload.OutcomeClass, latency time.Duration) {
+// class must be below step.NumClasses.
+func (r *Recorder) Record(ph Phase, op string, class step.OutcomeClass, latency time.Duration) {
 	r.mu.Lock()
 	d := r.slot(ph, op, class).cur
 	d.n++
@@ -145,7 +145,7 @@ func (r *Recorder) Record(ph Phase, op string, class workload.OutcomeClass, late
 // RecordOpen records one open-loop outcome: latency from the intended start,
 // service time from the actual start, and schedule lag (actual - intended
 // start). On a closed-loop recorder service and lag are ignored.
-func (r *Recorder) RecordOpen(ph Phase, op string, class workload.OutcomeClass, latency, service, lag time.Duration) {
+func (r *Recorder) RecordOpen(ph Phase, op string, class step.OutcomeClass, latency, service, lag time.Duration) {
 	r.mu.Lock()
 	d := r.slot(ph, op, class).cur
 	d.n++
@@ -158,7 +158,7 @@ func (r *Recorder) RecordOpen(ph Phase, op string, class workload.OutcomeClass, 
 }
 
 // Count counts one outcome that has no latency (e.g. skipped_late).
-func (r *Recorder) Count(ph Phase, op string, class workload.OutcomeClass) {
+func (r *Recorder) Count(ph Phase, op string, class step.OutcomeClass) {
 	r.mu.Lock()
 	r.slot(ph, op, class).cur.n++
 	r.mu.Unlock()
@@ -180,7 +180,7 @@ type Entry struct {
 type Snapshot struct {
 	openLoop    bool
 	entries     map[Key]*Entry
-	classCounts [workload.NumClasses]int64
+	classCounts [step.NumClasses]int64
 	// Aggregates over committed transactions.
 	latency, service, lag *Hist
 }
@@ -209,7 +209,7 @@ func (s *Snapshot) Reset() {
 			}
 		}
 	}
-	s.classCounts = [workload.NumClasses]int64{}
+	s.classCounts = [step.NumClasses]int64{}
 	for _, h := range []*Hist{s.latency, s.service, s.lag} {
 		if h != nil && h.Count() > 0 {
 			h.Reset()
@@ -300,8 +300,8 @@ func (s *Snapshot) Entries() []*Entry {
 }
 
 // ClassCount is the number of outcomes of class c.
-func (s *Snapshot) ClassCount(c workload.OutcomeClass) int64 {
-	if c >= workload.NumClasses {
+func (s *Snapshot) ClassCount(c step.OutcomeClass) int64 {
+	if c >= step.NumClasses {
 		return 0
 	}
 	return s.classCounts[c]
@@ -316,10 +316,10 @@ func (s *Snapshot) Total() int64 {
 	return n
 }
 
-func (s *Snapshot) sum(pred func(workload.OutcomeClass) bool) int64 {
+func (s *Snapshot) sum(pred func(step.OutcomeClass) bool) int64 {
 	var n int64
 	for c, k := range s.classCounts {
-		if pred(workload.OutcomeClass(c)) {
+		if pred(step.OutcomeClass(c)) {
 			n += k
 		}
 	}
@@ -327,13 +327,13 @@ func (s *Snapshot) sum(pred func(workload.OutcomeClass) bool) int64 {
 }
 
 // Committed is the number of committed outcomes (ok + retried_ok).
-func (s *Snapshot) Committed() int64 { return s.sum(workload.OutcomeClass.Committed) }
+func (s *Snapshot) Committed() int64 { return s.sum(step.OutcomeClass.Committed) }
 
 // Completed is the number of completed outcomes (committed + user_abort).
-func (s *Snapshot) Completed() int64 { return s.sum(workload.OutcomeClass.Completed) }
+func (s *Snapshot) Completed() int64 { return s.sum(step.OutcomeClass.Completed) }
 
 // Errors is the number of error outcomes.
-func (s *Snapshot) Errors() int64 { return s.sum(workload.OutcomeClass.IsError) }
+func (s *Snapshot) Errors() int64 { return s.sum(step.OutcomeClass.IsError) }
 
 // Latency is the latency histogram of all committed transactions.
 func (s *Snapshot) Latency() *Hist { return s.latency }

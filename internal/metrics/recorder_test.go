@@ -6,18 +6,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 func TestRecorderKeysPhasesAndClasses(t *testing.T) {
 	g := NewRegistry(false)
 	r := g.NewRecorder()
-	r.Record(PhaseWarmup, "a", workload.ClassOK, time.Millisecond)
-	r.Record(PhaseMeasure, "a", workload.ClassOK, 2*time.Millisecond)
-	r.Record(PhaseMeasure, "a", workload.ClassRetriedOK, 3*time.Millisecond)
-	r.Record(PhaseMeasure, "b", workload.ClassFailedError, 4*time.Millisecond)
-	r.Record(PhaseMeasure, "a", workload.ClassUserAbort, 5*time.Millisecond)
-	r.Count(PhaseMeasure, "skipped", workload.ClassSkippedLate)
+	r.Record(PhaseWarmup, "a", step.ClassOK, time.Millisecond)
+	r.Record(PhaseMeasure, "a", step.ClassOK, 2*time.Millisecond)
+	r.Record(PhaseMeasure, "a", step.ClassRetriedOK, 3*time.Millisecond)
+	r.Record(PhaseMeasure, "b", step.ClassFailedError, 4*time.Millisecond)
+	r.Record(PhaseMeasure, "a", step.ClassUserAbort, 5*time.Millisecond)
+	r.Count(PhaseMeasure, "skipped", step.ClassSkippedLate)
 
 	iv := g.Harvest()
 	if iv.Total() != 6 || iv.Committed() != 3 || iv.Errors() != 1 || iv.Completed() != 4 {
@@ -39,8 +39,8 @@ func TestRecorderKeysPhasesAndClasses(t *testing.T) {
 		got = append(got, e.Key)
 	}
 	want := []Key{
-		{"a", workload.ClassOK}, {"a", workload.ClassUserAbort}, {"a", workload.ClassRetriedOK},
-		{"b", workload.ClassFailedError}, {"skipped", workload.ClassSkippedLate},
+		{"a", step.ClassOK}, {"a", step.ClassUserAbort}, {"a", step.ClassRetriedOK},
+		{"b", step.ClassFailedError}, {"skipped", step.ClassSkippedLate},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("entries %v, want %v", got, want)
@@ -70,8 +70,8 @@ func TestRecorderKeysPhasesAndClasses(t *testing.T) {
 func TestRecorderOpenLoop(t *testing.T) {
 	g := NewRegistry(true)
 	r := g.NewRecorder()
-	r.RecordOpen(PhaseMeasure, "x", workload.ClassOK, 10*time.Millisecond, 4*time.Millisecond, 6*time.Millisecond)
-	r.RecordOpen(PhaseMeasure, "x", workload.ClassConnError, 10*time.Millisecond, 4*time.Millisecond, 6*time.Millisecond)
+	r.RecordOpen(PhaseMeasure, "x", step.ClassOK, 10*time.Millisecond, 4*time.Millisecond, 6*time.Millisecond)
+	r.RecordOpen(PhaseMeasure, "x", step.ClassConnError, 10*time.Millisecond, 4*time.Millisecond, 6*time.Millisecond)
 	iv := g.Harvest()
 	if iv.Service().Count() != 1 || iv.Lag().Count() != 1 || iv.Latency().Count() != 1 {
 		t.Fatalf("committed aggregates: %d %d %d", iv.Latency().Count(), iv.Service().Count(), iv.Lag().Count())
@@ -90,10 +90,10 @@ func TestSnapshotMerge(t *testing.T) {
 	a, b := NewSnapshot(true), NewSnapshot(true)
 	ga := NewRegistry(true)
 	ra := ga.NewRecorder()
-	ra.RecordOpen(PhaseMeasure, "x", workload.ClassOK, time.Millisecond, time.Millisecond, 0)
-	ra.RecordOpen(PhaseMeasure, "y", workload.ClassFailedError, time.Millisecond, time.Millisecond, 0)
+	ra.RecordOpen(PhaseMeasure, "x", step.ClassOK, time.Millisecond, time.Millisecond, 0)
+	ra.RecordOpen(PhaseMeasure, "y", step.ClassFailedError, time.Millisecond, time.Millisecond, 0)
 	a.Merge(ga.Harvest())
-	ra.RecordOpen(PhaseMeasure, "x", workload.ClassOK, 3*time.Millisecond, time.Millisecond, 0)
+	ra.RecordOpen(PhaseMeasure, "x", step.ClassOK, 3*time.Millisecond, time.Millisecond, 0)
 	b.Merge(ga.Harvest())
 	a.Merge(b)
 	if a.Total() != 3 || a.Committed() != 2 || a.Latency().Count() != 2 || a.Service().Count() != 2 {
@@ -117,8 +117,8 @@ func TestRecordDoesNotAllocate(t *testing.T) {
 		for i := 0; i < 1000; i++ {
 			for _, op := range ops {
 				for _, l := range lat {
-					r.Record(PhaseMeasure, op, workload.ClassOK, l)
-					r.RecordOpen(PhaseMeasure, op, workload.ClassRetriedOK, l, l, l)
+					r.Record(PhaseMeasure, op, step.ClassOK, l)
+					r.RecordOpen(PhaseMeasure, op, step.ClassRetriedOK, l, l, l)
 				}
 			}
 		}
@@ -132,9 +132,9 @@ func TestRecordDoesNotAllocate(t *testing.T) {
 	allocs := testing.AllocsPerRun(10_000, func() {
 		op := ops[i%len(ops)]
 		l := lat[i%len(lat)]
-		r.Record(PhaseMeasure, op, workload.ClassOK, l)
-		r.RecordOpen(PhaseMeasure, op, workload.ClassRetriedOK, l, l, l)
-		r.Count(PhaseMeasure, op, workload.ClassOK)
+		r.Record(PhaseMeasure, op, step.ClassOK, l)
+		r.RecordOpen(PhaseMeasure, op, step.ClassRetriedOK, l, l, l)
+		r.Count(PhaseMeasure, op, step.ClassOK)
 		i++
 	})
 	if allocs != 0 {
@@ -152,7 +152,7 @@ func TestHarvestConcurrentWithRecording(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				r.Record(PhaseMeasure, "op", workload.ClassOK, time.Duration(i%5000)*time.Microsecond)
+				r.Record(PhaseMeasure, "op", step.ClassOK, time.Duration(i%5000)*time.Microsecond)
 				if i%1000 == 0 {
 					runtime.Gosched()
 				}

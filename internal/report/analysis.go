@@ -44,6 +44,8 @@ type cmpRow struct {
 // (an experiment has one group; a list of runs may mix tpcb and tpcc).
 type group struct {
 	Metric   string // summary field, e.g. "nopm"
+	Label    string // how tables name it: NOPM
+	Unit     string // its axis label
 	XName    string
 	Configs  []*configLine
 	Baseline string
@@ -96,7 +98,7 @@ func analyse(d *dataset, baseline string, resamples int, seed uint64) *analysis 
 		k := rd.Metric + "\x00" + rd.XName
 		g := byKey[k]
 		if g == nil {
-			g = &group{Metric: rd.Metric, XName: rd.XName}
+			g = &group{Metric: rd.Metric, XName: rd.XName, Label: d.v.label(rd.Metric), Unit: d.v.unit(rd.Metric)}
 			byKey[k] = g
 			groups = append(groups, g)
 		}
@@ -230,7 +232,7 @@ func latencyGroup(d *dataset, g *group) []opGroup {
 	for op := range ops {
 		opNames = append(opNames, op)
 	}
-	sort.Slice(opNames, func(i, j int) bool { return opLess(opNames[i], opNames[j]) })
+	sort.Slice(opNames, func(i, j int) bool { return d.v.opLess(opNames[i], opNames[j]) })
 
 	var out []opGroup
 	for _, op := range opNames {

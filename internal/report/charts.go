@@ -316,11 +316,11 @@ func throughputChart(g *group) (template.HTML, error) {
 					Lo: []float64{pt.Min}, Hi: []float64{pt.Max}})
 			}
 		}
-		return hbarChart(fmt.Sprintf("%s at %s %s (bar: median, whisker: min-max over repetitions)", metricLabel(g.Metric), g.XName, fmtX(xs[0])),
-			metricUnit(g.Metric), []string{metricLabel(g.Metric)}, rows, false, math.NaN(), "")
+		return hbarChart(fmt.Sprintf("%s at %s %s (bar: median, whisker: min-max over repetitions)", g.Label, g.XName, fmtX(xs[0])),
+			g.Unit, []string{g.Label}, rows, false, math.NaN(), "")
 	}
-	ylabel := metricUnit(g.Metric)
-	p := newPlot(metricLabel(g.Metric)+" vs "+g.XName+" (line: median, band: min-max over repetitions)", g.XName, ylabel, 11)
+	ylabel := g.Unit
+	p := newPlot(g.Label+" vs "+g.XName+" (line: median, band: min-max over repetitions)", g.XName, ylabel, 11)
 	var items []legendItem
 	var xs []float64
 	seen := map[float64]bool{}
@@ -517,10 +517,10 @@ func ratioChart(g *group) (template.HTML, error) {
 			}
 			rows = append(rows, hbar{Label: r.Config, Color: ci, Values: []float64{r.Throughput.Ratio}, Lo: []float64{lo}, Hi: []float64{hi}})
 		}
-		return hbarChart(fmt.Sprintf("%s ratio to the baseline at %s %s (95%% bootstrap CI)", metricLabel(g.Metric), g.XName, fmtX(xs[0])),
+		return hbarChart(fmt.Sprintf("%s ratio to the baseline at %s %s (95%% bootstrap CI)", g.Label, g.XName, fmtX(xs[0])),
 			"ratio to "+shorten(g.Baseline, 40), []string{"ratio"}, rows, true, 1, "baseline (1.0): "+shorten(g.Baseline, 60))
 	}
-	p := newPlot(metricLabel(g.Metric)+" ratio to the baseline (95% bootstrap CI)", g.XName, "ratio to "+shorten(g.Baseline, 40), 11)
+	p := newPlot(g.Label+" ratio to the baseline (95% bootstrap CI)", g.XName, "ratio to "+shorten(g.Baseline, 40), 11)
 	byConfig := map[string][]cmpRow{}
 	var order []string
 	var xs []float64

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/workload"
 )
 
 // Comparison is run B measured against run A, for `tunebench compare`.
@@ -26,14 +27,14 @@ type Comparison struct {
 
 // CompareRuns loads runs a and b (and, when they belong to experiments, the
 // repetitions of their configurations) and compares them.
-func CompareRuns(ctx context.Context, st *store.Store, a, b int64, resamples int, seed uint64) (*Comparison, error) {
+func CompareRuns(ctx context.Context, st *store.Store, reg *workload.Registry, a, b int64, resamples int, seed uint64) (*Comparison, error) {
 	if resamples <= 0 {
 		resamples = DefaultResamples
 	}
 	if seed == 0 {
 		seed = DefaultSeed
 	}
-	d, err := loadRuns(ctx, st, []int64{a, b})
+	d, err := loadRuns(ctx, st, []int64{a, b}, newViews(reg))
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 	}
 	for _, m := range metrics {
-		line(metricLabel(m), number(a.Raw, m), number(b.Raw, m), fmtNum)
+		line(a.v.label(m), number(a.Raw, m), number(b.Raw, m), fmtNum)
 	}
 	for _, p := range []string{"avg", "p50", "p90", "p95", "p99", "max"} {
 		line("latency "+p+" ms", number(a.Raw, "latency_ms."+p), number(b.Raw, "latency_ms."+p), fmtMs)
@@ -133,7 +134,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 	}
 	if len(names) > 0 {
-		sort.Slice(names, func(i, j int) bool { return opLess(names[i], names[j]) })
+		sort.Slice(names, func(i, j int) bool { return a.v.opLess(names[i], names[j]) })
 		fmt.Fprintf(w, "\nlatency per transaction type (ms, completed transactions)\n")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		ow := 2
@@ -193,7 +194,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	case a.Metric != b.Metric:
 		fmt.Fprintf(w, "the runs measure different metrics (%s, %s): no comparison across repetitions\n", a.Metric, b.Metric)
 	default:
-		m := metricLabel(a.Metric)
+		m := a.v.label(a.Metric)
 		fmt.Fprintf(w, "across repetitions (%s, median of each configuration):\n", m)
 		fmt.Fprintf(w, "  A: %q at %s %s: %d runs (%s), median %s\n", a.Config, a.XName, fmtX(a.X), len(c.RepsA), idList(ids(c.RepsA)), fmtNum(Median(values(c.RepsA))))
 		fmt.Fprintf(w, "  B: %q at %s %s: %d runs (%s), median %s\n", b.Config, b.XName, fmtX(b.X), len(c.RepsB), idList(ids(c.RepsB)), fmtNum(Median(values(c.RepsB))))

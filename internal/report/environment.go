@@ -8,6 +8,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/results"
 )
 
 // envRow is one line of the environment table: a single value when every
@@ -216,33 +217,9 @@ func plural(n int, what string) string {
 	return strconv.Itoa(n) + " " + what + "s"
 }
 
-func joinNonEmpty(sep string, parts ...string) string {
-	var out []string
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, sep)
-}
+func joinNonEmpty(sep string, parts ...string) string { return results.JoinNonEmpty(sep, parts...) }
 
-func paren(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "(" + s + ")"
-}
+func paren(s string) string { return results.Paren(s) }
 
 // humanBytes formats a byte count in binary units.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
-}
+func humanBytes(n int64) string { return results.HumanBytes(n) }

@@ -12,21 +12,24 @@ import (
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/step"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
-// Workload kinds: database workloads have a throughput and an x axis;
-// storage (fio) and fsblog runs get tables of their own.
+// Run kinds: runs the executor measured have a throughput and an x axis;
+// the others (storage, filesystem workloads) get their workload's section.
 const (
-	kindDB      = "db"
-	kindStorage = "storage"
-	kindFSBlog  = "fsblog"
+	kindDB    = "db"
+	kindOther = "other"
 )
 
 // runData is one stored run with what the report reads out of it.
 type runData struct {
 	Run  *store.Run
+	R    *results.Run // the run decoded (its workload's types)
+	v    *views
 	Raw  map[string]any // the summary as generic JSON
 	Sum  summaryFields
 	Env  *envinfo.Snapshot
@@ -155,10 +158,11 @@ type dataset struct {
 	Plan  planInfo
 	Links []store.PlanLink
 	Runs  []*runData // plan order for an experiment, else as given
+	v     *views
 }
 
 // loadExperiment reads an experiment with its linked runs.
-func loadExperiment(ctx context.Context, st *store.Store, name string) (*dataset, error) {
+func loadExperiment(ctx context.Context, st *store.Store, name string, v *views) (*dataset, error) {
 	e, err := st.GetExperiment(ctx, name)
 	if err != nil {
 		return nil, err
@@ -167,7 +171,7 @@ func loadExperiment(ctx context.Context, st *store.Store, name string) (*dataset
 	if err != nil {
 		return nil, err
 	}
-	d := &dataset{Exp: e, Links: links}
+	d := &dataset{Exp: e, Links: links, v: v}
 	decodeLenient(e.Plan, &d.Plan)
 	for i := range links {
 		l := links[i]
@@ -181,7 +185,7 @@ func loadExperiment(ctx context.Context, st *store.Store, name string) (*dataset
 			}
 			return nil, err
 		}
-		rd := newRunData(r)
+		rd := newRunData(r, v)
 		rd.Link = &l
 		d.Runs = append(d.Runs, rd)
 	}
@@ -191,8 +195,8 @@ func loadExperiment(ctx context.Context, st *store.Store, name string) (*dataset
 
 // loadRuns reads the given runs. Runs that belong to an experiment get their
 // plan link (configuration, x value, repetition) from it.
-func loadRuns(ctx context.Context, st *store.Store, ids []int64) (*dataset, error) {
-	d := &dataset{}
+func loadRuns(ctx context.Context, st *store.Store, ids []int64, v *views) (*dataset, error) {
+	d := &dataset{v: v}
 	links := map[string]map[int64]store.PlanLink{} // experiment -> run id -> link
 	metrics := map[string]string{}                 // experiment -> plan metric
 	seen := map[int64]bool{}
@@ -205,7 +209,7 @@ func loadRuns(ctx context.Context, st *store.Store, ids []int64) (*dataset, erro
 		if err != nil {
 			return nil, err
 		}
-		rd := newRunData(r)
+		rd := newRunData(r, v)
 		if r.Experiment != "" {
 			m, ok := links[r.Experiment]
 			if !ok {
@@ -268,7 +272,7 @@ func repetitionsOf(ctx context.Context, st *store.Store, rd *runData) ([]*runDat
 			if err != nil {
 				continue
 			}
-			r = newRunData(sr)
+			r = newRunData(sr, rd.v)
 			r.Link = &l
 			r.classify(plan.Metric)
 		}
@@ -279,15 +283,12 @@ func repetitionsOf(ctx context.Context, st *store.Store, rd *runData) ([]*runDat
 	return out, nil
 }
 
-func newRunData(r *store.Run) *runData {
+func newRunData(r *store.Run, v *views) *runData {
 	compactSeries(r, maxPts)
-	rd := &runData{Run: r, Value: math.NaN()}
-	decodeLenient(r.Summary, &rd.Raw)
+	rd := &runData{Run: r, Value: math.NaN(), v: v}
+	rd.R = results.Open(r, v.extras())
+	rd.Raw, rd.Env = rd.R.Raw, rd.R.Env
 	decodeLenient(r.Summary, &rd.Sum)
-	var env envinfo.Snapshot
-	if decodeLenient(r.Env, &env) {
-		rd.Env = &env
-	}
 	return rd
 }
 
@@ -339,12 +340,8 @@ func (d *dataset) finish() {
 // throughput field ("" outside experiments).
 func (rd *runData) classify(planMetric string) {
 	r := rd.Run
-	switch r.Workload {
-	case "storage", "fio":
-		rd.Kind = kindStorage
-	case "fsblog":
-		rd.Kind = kindFSBlog
-	default:
+	rd.Kind = kindOther
+	if rd.v.measured(r.Workload, rd.Raw) {
 		rd.Kind = kindDB
 	}
 
@@ -354,10 +351,11 @@ func (rd *runData) classify(planMetric string) {
 		rd.XName, rd.X, rd.HasX = rd.Link.XName, rd.Link.XValue, true
 	} else {
 		rd.Config = adHocLabel(rd)
-		switch {
-		case rd.Sum.VUsers > 0:
-			rd.XName, rd.X, rd.HasX = "vusers", float64(rd.Sum.VUsers), true
-		case rd.Sum.Clients > 0:
+		if r, ok := rd.v.workload(rd.Run.Workload).(workload.Runner); ok {
+			if x, ok := results.Number(rd.Raw, r.Headline().XAxis); ok && x > 0 {
+				rd.XName, rd.X, rd.HasX = r.Headline().XAxis, x, true
+			}
+		} else if rd.Sum.Clients > 0 {
 			rd.XName, rd.X, rd.HasX = "clients", float64(rd.Sum.Clients), true
 		}
 	}
@@ -368,13 +366,17 @@ func (rd *runData) classify(planMetric string) {
 		rd.Metric = rd.planMetric
 	}
 	if rd.Metric == "" {
-		if r.Workload == "tpcc" || hasNumber(rd.Raw, "nopm") {
-			rd.Metric = "nopm"
-		} else {
-			rd.Metric = "tps"
+		rd.Metric = "tps"
+		if r, ok := rd.v.workload(r.Workload).(workload.Runner); ok {
+			rd.Metric = r.Headline().Metric
 		}
 	}
 	rd.Value = number(rd.Raw, rd.Metric)
+	if rd.R.Summary != nil && math.IsNaN(rd.Value) {
+		if x, ok := rd.R.Summary.Metric(rd.Metric); ok {
+			rd.Value = x
+		}
+	}
 
 	// Does it count?
 	rd.Counted, rd.Why = true, ""
@@ -418,12 +420,6 @@ func adHocLabel(rd *runData) string {
 	return strings.Join(parts, " ")
 }
 
-// hasNumber reports whether m[key] is a JSON number.
-func hasNumber(m map[string]any, key string) bool {
-	_, ok := m[key].(float64)
-	return ok
-}
-
 // number returns m[key] as a float64 (nested keys separated by dots), NaN
 // when missing or not a number.
 func number(m map[string]any, key string) float64 {
@@ -452,9 +448,9 @@ func number(m map[string]any, key string) float64 {
 // per-transaction profile; tpcb has no user aborts, so there it is the
 // committed transactions, like the summary's latency_ms.
 var completedClasses = map[string]bool{
-	workload.ClassOK.String():        true,
-	workload.ClassRetriedOK.String(): true,
-	workload.ClassUserAbort.String(): true,
+	step.ClassOK.String():        true,
+	step.ClassRetriedOK.String(): true,
+	step.ClassUserAbort.String(): true,
 }
 
 // runLatencies returns the latency profile per transaction type: from the
@@ -501,21 +497,111 @@ func runLatencies(rd *runData) []opLatency {
 		out = append(out, opLatency{Op: "all", Avg: get("avg"), P50: get("p50"), P90: get("p90"), P95: get("p95"), P99: get("p99"),
 			P999: get("p99_9"), Max: get("max")})
 	}
-	sortOps(out)
+	rd.v.sortOps(out)
 	return out
 }
 
-// opOrder puts the TPC-C transactions in the mix's usual order; other ops
-// sort by name after them.
-var opOrder = map[string]int{"new_order": 1, "payment": 2, "delivery": 3, "order_status": 4, "stock_level": 5}
+// views is what the report knows of the workloads, from the registry:
+// the order of their operations, the names of their headline metrics,
+// how to decode their summaries and their own sections.
+type views struct {
+	reg    *workload.Registry
+	opRank map[string]int
+}
 
-func opLess(a, b string) bool {
-	oa, ob := opOrder[a], opOrder[b]
+func newViews(reg *workload.Registry) *views {
+	v := &views{reg: reg, opRank: map[string]int{}}
+	if reg == nil {
+		return v
+	}
+	for _, w := range reg.All() {
+		for i, op := range w.Meta().Ops {
+			if _, ok := v.opRank[op]; !ok {
+				v.opRank[op] = i + 1
+			}
+		}
+	}
+	return v
+}
+
+// workload returns a run's workload (nil when this build has none of that
+// name).
+func (v *views) workload(name string) workload.Workload {
+	if v.reg == nil {
+		return nil
+	}
+	w, _ := v.reg.Get(name)
+	return w
+}
+
+// extras decodes the workloads' summary fields.
+func (v *views) extras() results.ExtraFunc {
+	if v.reg == nil {
+		return nil
+	}
+	return v.reg.Extras()
+}
+
+// measured reports whether a run's workload is measured by the executor
+// (transactions, clients, latency), from its options; a run of a workload
+// this build does not know counts as one when its summary has tps.
+func (v *views) measured(name string, raw map[string]any) bool {
+	if w := v.workload(name); w != nil {
+		return workload.ByExecutor(w)
+	}
+	_, ok := raw["tps"].(float64)
+	return ok
+}
+
+// headline finds the workload whose headline is metric m.
+func (v *views) headline(m string) (workload.Headline, bool) {
+	if v.reg != nil {
+		for _, w := range v.reg.All() {
+			if r, ok := w.(workload.Runner); ok && r.Headline().Metric == m {
+				return r.Headline(), true
+			}
+		}
+	}
+	return workload.Headline{}, false
+}
+
+// fieldLabels name summary fields that are nobody's headline.
+var fieldLabels = map[string][2]string{
+	"tps": {"tps", "tps (transactions per second)"},
+	"tpm": {"TPM", "TPM (transactions per minute)"},
+}
+
+// label is how a throughput field is named in tables and charts.
+func (v *views) label(m string) string {
+	if h, ok := v.headline(m); ok {
+		return h.Label
+	}
+	if l, ok := fieldLabels[m]; ok {
+		return l[0]
+	}
+	return m
+}
+
+// unit is the y-axis label of a throughput field.
+func (v *views) unit(m string) string {
+	if h, ok := v.headline(m); ok {
+		return h.Unit
+	}
+	if l, ok := fieldLabels[m]; ok {
+		return l[1]
+	}
+	return m
+}
+
+// opLess orders operations as their workloads list them; others by name
+// after them.
+func (v *views) opLess(a, b string) bool {
+	oa, ob := v.opRank[a], v.opRank[b]
 	if oa == 0 {
-		oa = 100
+		oa = 1 << 20
 	}
 	if ob == 0 {
-		ob = 100
+		ob = 1 << 20
 	}
 	if oa != ob {
 		return oa < ob
@@ -523,34 +609,8 @@ func opLess(a, b string) bool {
 	return a < b
 }
 
-func sortOps(ls []opLatency) {
-	sort.Slice(ls, func(i, j int) bool { return opLess(ls[i].Op, ls[j].Op) })
-}
-
-// metricLabel is how a throughput field is named in tables and charts.
-func metricLabel(m string) string {
-	switch m {
-	case "nopm":
-		return "NOPM"
-	case "tpm":
-		return "TPM"
-	case "tps":
-		return "tps"
-	}
-	return m
-}
-
-// metricUnit is the y-axis label of a throughput field.
-func metricUnit(m string) string {
-	switch m {
-	case "nopm":
-		return "NOPM (New-Orders per minute)"
-	case "tpm":
-		return "TPM (transactions per minute)"
-	case "tps":
-		return "tps (transactions per second)"
-	}
-	return m
+func (v *views) sortOps(ls []opLatency) {
+	sort.Slice(ls, func(i, j int) bool { return v.opLess(ls[i].Op, ls[j].Op) })
 }
 
 // runRef describes a run in one line: id, configuration, x and repetition.

@@ -3,11 +3,11 @@
 // and charts drawn with gonum/plot as inline SVG), and the terminal tables of
 // `tunebench compare`.
 //
-// The statistics follow DESIGN.md section 6: throughput per configuration
-// and x value is the median over the counted repetitions with their min-max
-// band; comparisons with the baseline configuration give the ratio of the
-// medians and a percentile bootstrap 95% confidence interval over the
-// repetitions. docs/report.md explains how to read the report.
+// The statistics are those docs/report.md explains: throughput per
+// configuration and x value is the median over the counted repetitions
+// with their min-max band; comparisons with the baseline configuration
+// give the ratio of the medians and a percentile bootstrap 95% confidence
+// interval over the repetitions.
 package report
 
 import (
@@ -22,7 +22,9 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/workload"
 )
 
 // Options selects what a report covers and how it is computed.
@@ -44,6 +46,9 @@ type Options struct {
 	Version string
 	// Now is the generation time shown (default time.Now).
 	Now time.Time
+	// Registry holds the workloads: their headlines, the order of their
+	// operations and their own sections of the report.
+	Registry *workload.Registry
 }
 
 // Report is a built report, ready to be written as HTML.
@@ -61,7 +66,7 @@ type Report struct {
 	EnvNote  string
 
 	Groups []groupView
-	Other  []otherView // storage (fio) and fsblog runs
+	Other  []otherView // the sections of workloads the executor does not measure (storage, fsblog)
 
 	Runs     []runRow
 	Excluded []string
@@ -152,9 +157,9 @@ func Build(ctx context.Context, st *store.Store, o Options) (*Report, error) {
 	var err error
 	switch {
 	case o.Experiment != "":
-		d, err = loadExperiment(ctx, st, o.Experiment)
+		d, err = loadExperiment(ctx, st, o.Experiment, newViews(o.Registry))
 	case len(o.RunIDs) > 0:
-		d, err = loadRuns(ctx, st, o.RunIDs)
+		d, err = loadRuns(ctx, st, o.RunIDs, newViews(o.Registry))
 	default:
 		err = errs.Usage("name an experiment or give run ids", "nothing to report on")
 	}
@@ -252,7 +257,7 @@ func countCharts(g groupView) int {
 }
 
 func groupViewOf(g *group) (groupView, error) {
-	gv := groupView{Metric: g.Metric, MetricLabel: metricLabel(g.Metric), XName: g.XName, Baseline: g.Baseline}
+	gv := groupView{Metric: g.Metric, MetricLabel: g.Label, XName: g.XName, Baseline: g.Baseline}
 	var err error
 	if gv.Chart, err = throughputChart(g); err != nil {
 		return gv, err
@@ -397,7 +402,7 @@ func seriesRuns(d *dataset, maxRuns int) ([]*runData, string) {
 func runRowOf(rd *runData) runRow {
 	row := runRow{
 		ID: strconv.FormatInt(rd.Run.ID, 10), Config: rd.Config, Status: rd.Run.Status,
-		Metric: metricLabel(rd.Metric), Value: fmtNum(rd.Value), Counted: rd.Counted, Why: rd.Why,
+		Metric: rd.v.label(rd.Metric), Value: fmtNum(rd.Value), Counted: rd.Counted, Why: rd.Why,
 	}
 	if rd.Kind != kindDB {
 		row.Metric, row.Value, row.Config = "", "", rd.Run.Workload+" "+rd.Run.Variant
@@ -445,7 +450,7 @@ func experimentView(d *dataset) *expView {
 	}
 	add("Workload", p.Workload)
 	if p.Metric != "" {
-		add("Throughput metric", metricUnit(p.Metric))
+		add("Throughput metric", d.v.unit(p.Metric))
 	}
 	if p.XAxis != "" {
 		xs := make([]string, len(p.XValues))
@@ -617,41 +622,10 @@ func quoteList(ss []string) string {
 
 // fmtNum formats a throughput-like number: thousands grouped, one decimal
 // under 1000, none above; "-" for NaN.
-func fmtNum(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "-"
-	}
-	if math.Abs(v) < 1000 {
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func fmtNum(v float64) string { return results.FmtNum(v) }
 
 // fmtMs formats milliseconds with three significant decimals.
-func fmtMs(v float64) string {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return "-"
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case v >= 10:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 3, 64)
-}
+func fmtMs(v float64) string { return results.FmtMs(v) }
 
 func fmtRatio(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/workload/all"
 )
 
 // writeFixtureReport builds the synthetic experiment's report.
@@ -26,6 +27,7 @@ func writeFixtureReport(t *testing.T, o Options) (*Report, string) {
 	}
 	o.Now = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	o.Version = "test"
+	o.Registry = all.Registry()
 	r, err := Build(context.Background(), st, o)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +198,7 @@ func TestReportAdHocRunsEscapedAndSingleX(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	r, err := Build(ctx, st, Options{RunIDs: ids})
+	r, err := Build(ctx, st, Options{RunIDs: ids, Registry: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +273,7 @@ func TestReportStorageAndFsblog(t *testing.T) {
 	}
 	ids = append(ids, id)
 
-	rep, err := Build(ctx, st, Options{RunIDs: ids})
+	rep, err := Build(ctx, st, Options{RunIDs: ids, Registry: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tunebench/tunebench/internal/workload"
+	stp "github.com/tunebench/tunebench/internal/step"
 )
 
 type noopWorker struct{}
 
-func (noopWorker) Step(context.Context) (workload.Outcome, error) {
-	return workload.Outcome{Op: "noop", Class: workload.ClassOK, Attempts: 1}, nil
+func (noopWorker) Step(context.Context) (stp.Outcome, error) {
+	return stp.Outcome{Op: "noop", Class: stp.ClassOK, Attempts: 1}, nil
 }
 func (noopWorker) Close() error { return nil }
 
@@ -19,7 +19,7 @@ func (noopWorker) Close() error { return nil }
 func BenchmarkClosedLoopOverhead(b *testing.B) {
 	b.ReportAllocs()
 	res, err := Execute(context.Background(), Config{Workers: 1, Transactions: int64(b.N)},
-		func(context.Context, int) (workload.Worker, error) { return noopWorker{}, nil })
+		func(context.Context, int) (stp.Worker, error) { return noopWorker{}, nil })
 	if err != nil {
 		b.Fatal(err)
 	}

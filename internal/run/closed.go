@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/metrics"
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // closedLoop is one closed-loop worker: Step, record, think or back off,
@@ -42,7 +42,7 @@ func (r *runner) closedLoop(ws *workerState) {
 		if r.endStep(ws, st, start, end, &o, err) != stepRecorded {
 			return
 		}
-		if o.Class == workload.ClassConnError {
+		if o.Class == step.ClassConnError {
 			// The worker reconnects inside its next Step; space the
 			// attempts out.
 			backoff = nextBackoff(backoff)
@@ -74,7 +74,7 @@ const (
 // (warm-up or measure) from start to end, for closedLoop and muxLoop alike:
 // it hands the worker's state back, and records the outcome and its
 // latency in the worker's recorder.
-func (r *runner) endStep(ws *workerState, st int32, start, end time.Time, o *workload.Outcome, err error) stepEnd {
+func (r *runner) endStep(ws *workerState, st int32, start, end time.Time, o *step.Outcome, err error) stepEnd {
 	if !ws.state.CompareAndSwap(st, stIdle) {
 		return stepAbandoned
 	}

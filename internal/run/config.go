@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // Defaults applied by Execute when the Config field is zero.
@@ -37,7 +37,7 @@ type Config struct {
 	// Threads, closed loop only: the number of goroutines (each on its own
 	// OS thread) that drive the workers, as pgbench -j. 0 (or Workers or
 	// more) gives every worker its own goroutine. Fewer than Workers needs
-	// workers that implement workload.Multiplexed and poll(2) (Linux); the
+	// workers that implement step.Multiplexed and poll(2) (Linux); the
 	// workers are then dealt to the threads in contiguous blocks, as pgbench
 	// does, and each thread sends on one connection while replies to the
 	// others are on their way. If a worker cannot be multiplexed, every
@@ -47,12 +47,12 @@ type Config struct {
 	// that drives multiplexed workers (driver/pg.Thread for direct
 	// PostgreSQL connections). It is called on each driving goroutine,
 	// concurrently.
-	NewThread func() workload.Thread
+	NewThread func() step.Thread
 	// FollowServer, for multiplexed threads that are as many as the CPUs
 	// the process may run on, pins thread i to the i-th of those CPUs and
 	// hands a connection to the thread on the CPU where its server process
-	// runs (workers implementing workload.Placed, a NewThread giving a
-	// workload.PinnedThread). See muxStart.
+	// runs (workers implementing step.Placed, a NewThread giving a
+	// step.PinnedThread). See muxStart.
 	FollowServer bool
 	// forceMux (tests): multiplex even with one thread per worker.
 	forceMux bool
@@ -84,7 +84,7 @@ type Config struct {
 	// OnError, if not nil, is called from the worker's goroutine for every
 	// outcome whose class is an error (all phases). The caller rate-limits
 	// its own output; the callback must return quickly.
-	OnError func(worker int, o workload.Outcome)
+	OnError func(worker int, o step.Outcome)
 	// OnMeasureStart and OnMeasureEnd, if not nil, are called from the
 	// collector goroutine when the measurement window opens and closes (the
 	// close also on interruption). They must return quickly: a caller that
@@ -97,7 +97,7 @@ type Config struct {
 
 // Factory makes the worker with the given id (0-based). Workers are all made
 // before the run starts, so connection set-up is not measured.
-type Factory func(ctx context.Context, id int) (workload.Worker, error)
+type Factory func(ctx context.Context, id int) (step.Worker, error)
 
 // OpenLoop reports whether the config asks for an open-loop (rate) run.
 func (c Config) OpenLoop() bool { return c.Rate > 0 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/metrics"
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // Worker states. A worker moves idle -> inStep -> idle with CAS; at the drain
@@ -42,7 +42,7 @@ const (
 
 type workerState struct {
 	id     int
-	w      workload.Worker
+	w      step.Worker
 	rec    *metrics.Recorder
 	state  atomic.Int32
 	exited chan struct{}
@@ -158,7 +158,7 @@ func Execute(ctx context.Context, cfg Config, newWorker Factory) (*Result, error
 	if newWorker == nil {
 		return nil, errors.New("run: nil worker factory")
 	}
-	made := make([]workload.Worker, 0, cfg.Workers)
+	made := make([]step.Worker, 0, cfg.Workers)
 	for i := 0; i < cfg.Workers; i++ {
 		w, err := newWorker(ctx, i)
 		if err == nil && w == nil {
@@ -230,9 +230,9 @@ func (r *runner) isHalted() bool {
 }
 
 // afterOutcome does the bookkeeping shared by both loops.
-func (r *runner) afterOutcome(ws *workerState, o *workload.Outcome, at time.Duration) {
+func (r *runner) afterOutcome(ws *workerState, o *step.Outcome, at time.Duration) {
 	switch {
-	case o.Class == workload.ClassConnError:
+	case o.Class == step.ClassConnError:
 		r.outages.connError(at)
 	case o.Class.Completed():
 		r.outages.success(at)
@@ -250,8 +250,8 @@ func (r *runner) workerExit(ws *workerState) {
 	close(ws.exited)
 }
 
-func validClass(o *workload.Outcome) error {
-	if o.Class >= workload.NumClasses {
+func validClass(o *step.Outcome) error {
+	if o.Class >= step.NumClasses {
 		return fmt.Errorf("workload returned invalid outcome class %d (op %q)", uint8(o.Class), o.Op)
 	}
 	return nil
@@ -489,7 +489,7 @@ func (r *runner) phaseAt(c *collector, end time.Duration) string {
 func (r *runner) emitTick(c *collector, end, now time.Duration, optional bool) {
 	iv := r.reg.Harvest()
 	c.committedAll += iv.Committed()
-	c.ambiguousAll += iv.ClassCount(workload.ClassAmbiguousCommit)
+	c.ambiguousAll += iv.ClassCount(step.ClassAmbiguousCommit)
 	var byOp map[string]OpTick
 	for _, e := range iv.Entries() {
 		if c.allByOp == nil {
@@ -501,7 +501,7 @@ func (r *runner) emitTick(c *collector, end, now time.Duration, optional bool) {
 		case e.Class.Committed():
 			at.Committed += e.Count
 			ot.Committed += e.Count
-		case e.Class == workload.ClassAmbiguousCommit:
+		case e.Class == step.ClassAmbiguousCommit:
 			at.Ambiguous += e.Count
 		}
 		if e.Class.Completed() {
@@ -642,7 +642,7 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		Handovers:        r.handovers(),
 		OpenLoop:         r.open,
 		TargetRate:       r.cfg.Rate,
-		Totals:           map[workload.OutcomeClass]int64{},
+		Totals:           map[step.OutcomeClass]int64{},
 		SQLStates:        map[string]int64{},
 		Committed:        cum.Committed(),
 		CommittedAll:     c.committedAll,
@@ -652,7 +652,7 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		Latency:          cum.Latency(),
 		Service:          cum.Service(),
 		Lag:              cum.Lag(),
-		Skipped:          cum.ClassCount(workload.ClassSkippedLate),
+		Skipped:          cum.ClassCount(step.ClassSkippedLate),
 		Unfinished:       unfinished + r.schedUnfinished,
 		Scheduled:        r.scheduled,
 		MaxQueueDepth:    r.maxDepth,
@@ -669,7 +669,7 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 			Latency: e.Latency, Service: e.Service, Lag: e.Lag,
 		})
 	}
-	for cl := workload.OutcomeClass(0); cl < workload.NumClasses; cl++ {
+	for cl := step.OutcomeClass(0); cl < step.NumClasses; cl++ {
 		if n := cum.ClassCount(cl); n > 0 {
 			res.Totals[cl] = n
 		}

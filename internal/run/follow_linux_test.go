@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/workload"
+	stp "github.com/tunebench/tunebench/internal/step"
 	"golang.org/x/sys/unix"
 )
 
-// pinningThread is a workload.PinnedThread that really pins its goroutine's
+// pinningThread is a stp.PinnedThread that really pins its goroutine's
 // thread, so a step can tell from its thread's affinity which executor
 // thread drives it.
 type pinningThread struct {
@@ -74,7 +74,7 @@ type placedWorker struct {
 
 func (p *placedWorker) ServerCPU() int { return int(p.server.Load()) }
 
-func (p *placedWorker) Begin(ctx context.Context) (workload.Outcome, bool, error) {
+func (p *placedWorker) Begin(ctx context.Context) (stp.Outcome, bool, error) {
 	p.beganOn.Store(int32(threadCPU()))
 	return p.fakeMuxWorker.Begin(ctx)
 }
@@ -111,7 +111,7 @@ func followRun(t *testing.T, cfg Config, serverOf func(k, n int) int, move func(
 	var threads []*pinningThread
 	cfg.Workers, cfg.Threads, cfg.FollowServer = 2*n, n, true
 	if cfg.NewThread == nil {
-		cfg.NewThread = func() workload.Thread {
+		cfg.NewThread = func() stp.Thread {
 			mu.Lock()
 			defer mu.Unlock()
 			p := &pinningThread{cpu: -1}
@@ -143,7 +143,7 @@ func followRun(t *testing.T, cfg Config, serverOf func(k, n int) int, move func(
 			mu.Unlock()
 		}
 	}()
-	res, err := Execute(context.Background(), cfg, func(ctx context.Context, id int) (workload.Worker, error) {
+	res, err := Execute(context.Background(), cfg, func(ctx context.Context, id int) (stp.Worker, error) {
 		w, err := mf(ctx, id)
 		if err != nil {
 			return nil, err
@@ -236,7 +236,7 @@ func TestFollowServerExactCounts(t *testing.T) {
 // says so.
 func TestFollowServerNeedsPinnedThreads(t *testing.T) {
 	res, _ := followRun(t, Config{Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond,
-		NewThread: func() workload.Thread { return &countingThread{} }},
+		NewThread: func() stp.Thread { return &countingThread{} }},
 		func(k, n int) int { return pairedServer(k, n, true) }, nil)
 	if res.FollowServer || res.Handovers != 0 {
 		t.Errorf("follow %v with %d handovers; want no following without pinned threads", res.FollowServer, res.Handovers)

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // muxPollMax bounds one poll(2): the loop then looks again at the stop
@@ -16,7 +16,7 @@ const muxPollMax = 100 * time.Millisecond
 // muxSlot is one worker of a multiplexed group.
 type muxSlot struct {
 	ws        *workerState
-	m         workload.Multiplexed
+	m         step.Multiplexed
 	pending   bool // a step is in flight
 	st        int32
 	start     time.Time
@@ -25,10 +25,10 @@ type muxSlot struct {
 	backoff   time.Duration
 	gone      bool // exited (workerExit done)
 
-	placed    workload.Placed // with FollowServer
-	owner     int             // thread that owns the slot
-	seen      int             // thread whose CPU the server was on at the last look, -1
-	want      int             // thread the slot wants to go to (counted in wants), -1
+	placed    step.Placed // with FollowServer
+	owner     int         // thread that owns the slot
+	seen      int         // thread whose CPU the server was on at the last look, -1
+	want      int         // thread the slot wants to go to (counted in wants), -1
 	handovers int
 }
 
@@ -42,9 +42,9 @@ func (r *runner) multiplexable() bool {
 	if r.open || t <= 0 || (t >= len(r.workers) && !r.cfg.forceMux) || !pollSupported {
 		return false
 	}
-	ms := make([]workload.Multiplexed, len(r.workers))
+	ms := make([]step.Multiplexed, len(r.workers))
 	for i, ws := range r.workers {
-		m, ok := ws.w.(workload.Multiplexed)
+		m, ok := ws.w.(step.Multiplexed)
 		if !ok {
 			return false
 		}
@@ -116,7 +116,7 @@ func (r *runner) muxStart(groups [][]*workerState) {
 	if cpus := allowedCPUs(); r.cfg.FollowServer && len(groups) >= 2 && len(cpus) == len(groups) && r.cfg.NewThread != nil {
 		sh.follow = true
 		for _, ws := range r.workers {
-			if _, ok := ws.w.(workload.Placed); !ok {
+			if _, ok := ws.w.(step.Placed); !ok {
 				sh.follow = false
 			}
 		}
@@ -138,9 +138,9 @@ func (r *runner) muxStart(groups [][]*workerState) {
 	for g, group := range groups {
 		sh.inbox[g] = make(chan int, len(r.workers))
 		for _, ws := range group {
-			sh.slots[next] = muxSlot{ws: ws, m: ws.w.(workload.Multiplexed), owner: g, seen: -1, want: -1}
+			sh.slots[next] = muxSlot{ws: ws, m: ws.w.(step.Multiplexed), owner: g, seen: -1, want: -1}
 			if sh.follow {
-				sh.slots[next].placed = ws.w.(workload.Placed)
+				sh.slots[next].placed = ws.w.(step.Placed)
 			}
 			owned[g] = append(owned[g], next)
 			next++
@@ -169,10 +169,10 @@ func (r *runner) muxStart(groups [][]*workerState) {
 // The thread runs until every slot of the run is gone; cpu >= 0 pins it and
 // makes it hand over connections whose server runs on another thread's CPU.
 func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
-	var th workload.Thread
+	var th step.Thread
 	if r.cfg.NewThread != nil {
 		th = r.cfg.NewThread()
-		if p, ok := th.(workload.PinnedThread); ok && cpu >= 0 && p.Pin(cpu) {
+		if p, ok := th.(step.PinnedThread); ok && cpu >= 0 && p.Pin(cpu) {
 			sh.pinned.Add(1)
 		}
 	}
@@ -426,14 +426,14 @@ func (sh *muxShared) setWant(owner int, sl *muxSlot, to int) {
 
 // muxDone records the end of slot's step, as closedLoop does after Step,
 // and reports whether the worker goes on (false: it exited).
-func (r *runner) muxDone(sh *muxShared, sl *muxSlot, o workload.Outcome, err error) bool {
+func (r *runner) muxDone(sh *muxShared, sl *muxSlot, o step.Outcome, err error) bool {
 	ws := sl.ws
 	end := time.Now()
 	if r.endStep(ws, sl.st, sl.start, end, &o, err) != stepRecorded {
 		r.muxExit(sh, sl)
 		return false
 	}
-	if o.Class == workload.ClassConnError {
+	if o.Class == step.ClassConnError {
 		// The worker reconnects inside its next Begin; space the attempts
 		// out.
 		sl.backoff = nextBackoff(sl.backoff)

@@ -2,33 +2,15 @@ package run
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/workload"
+	stp "github.com/tunebench/tunebench/internal/step"
 )
-
-// muxMode makes execute drive the fake workers multiplexed: fakeFleet then
-// makes fakeMuxWorkers and execute deals them to half as many threads.
-var muxMode bool
-
-// execute is Execute, multiplexed in muxMode.
-func execute(ctx context.Context, cfg Config, f Factory) (*Result, error) {
-	if muxMode {
-		cfg.Threads = max(1, (cfg.Workers+1)/2)
-		cfg.forceMux = true
-		cfg.NewThread = func() workload.Thread { return &countingThread{} }
-	}
-	res, err := Execute(ctx, cfg, f)
-	if muxMode && res != nil && res.Threads != cfg.Threads {
-		panic(fmt.Sprintf("multiplexed run drove %d workers on %d threads, want %d", cfg.Workers, res.Threads, cfg.Threads))
-	}
-	return res, err
-}
 
 type countingThread struct{ ticks, stops int }
 
@@ -41,7 +23,7 @@ func (c *countingThread) Stop() { c.stops++ }
 type fakeMuxWorker struct {
 	fakeWorker
 	r, w    *os.File
-	o       workload.Outcome
+	o       stp.Outcome
 	err     error
 	shared  bool
 	refuse  bool
@@ -56,7 +38,7 @@ func (f *fakeMuxWorker) Multiplex(on bool) bool {
 	return true
 }
 
-func (f *fakeMuxWorker) Begin(ctx context.Context) (workload.Outcome, bool, error) {
+func (f *fakeMuxWorker) Begin(ctx context.Context) (stp.Outcome, bool, error) {
 	if !f.shared {
 		panic("Begin on a worker that was not switched to multiplexing")
 	}
@@ -67,10 +49,10 @@ func (f *fakeMuxWorker) Begin(ctx context.Context) (workload.Outcome, bool, erro
 		f.o, f.err = f.fakeWorker.Step(ctx)
 		_, _ = f.w.Write([]byte{1})
 	}()
-	return workload.Outcome{}, true, nil
+	return stp.Outcome{}, true, nil
 }
 
-func (f *fakeMuxWorker) Continue(ctx context.Context) (workload.Outcome, bool, error) {
+func (f *fakeMuxWorker) Continue(ctx context.Context) (stp.Outcome, bool, error) {
 	var b [1]byte
 	if _, err := f.r.Read(b[:]); err != nil {
 		panic(err)
@@ -91,7 +73,7 @@ func (f *fakeMuxWorker) Close() error {
 }
 
 func (ff *fakeFleet) muxFactory(refuse int) Factory {
-	return func(ctx context.Context, id int) (workload.Worker, error) {
+	return func(ctx context.Context, id int) (stp.Worker, error) {
 		ff.made.Add(1)
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -102,47 +84,61 @@ func (ff *fakeFleet) muxFactory(refuse int) Factory {
 }
 
 // TestClosedLoopMultiplexed runs the closed-loop tests with the workers
-// multiplexed: the results must obey the same rules.
+// multiplexed: the results must obey the same rules. The threads wait in
+// poll(2), so these runs cannot use a synctest bubble: they are on the real
+// clock and assert only what holds on a loaded machine (see runMode).
 func TestClosedLoopMultiplexed(t *testing.T) {
 	if !pollSupported {
 		t.Skip("multiplexing needs poll(2)")
 	}
-	muxMode = true
-	defer func() { muxMode = false }()
 	for _, tc := range []struct {
 		name string
-		f    func(*testing.T)
+		f    func(*testing.T, runMode)
 	}{
-		{"CountsAndTPS", TestClosedLoopCountsAndTPS},
-		{"TransactionsModeExactCounts", TestTransactionsModeExactCounts},
-		{"WarmupExcluded", TestWarmupExcluded},
-		{"DrainRecordsInFlightWork", TestDrainRecordsInFlightWork},
-		{"DrainTimeoutCountsUnfinished", TestDrainTimeoutCountsUnfinished},
-		{"InterruptReturnsPromptly", TestInterruptReturnsPromptly},
-		{"ConnErrorBackoffAndOutage", TestConnErrorBackoffAndOutage},
-		{"StepErrorStopsRun", TestStepErrorStopsRun},
-		{"InvalidOutcomeClassStopsRun", TestInvalidOutcomeClassStopsRun},
-		{"ThinkTimeOutsideTimedRegion", TestThinkTimeOutsideTimedRegion},
-		{"LatencyLimitCountsLate", TestClosedLoopLatencyLimitCountsLate},
-		{"MeasureHooks", TestMeasureHooks},
-		{"PerOpTotalsAndTicks", TestPerOpTotalsAndTicks},
+		{"CountsAndTPS", closedLoopCountsAndTPS},
+		{"TransactionsModeExactCounts", transactionsModeExactCounts},
+		{"WarmupExcluded", warmupExcluded},
+		{"DrainRecordsInFlightWork", drainRecordsInFlightWork},
+		{"DrainTimeoutCountsUnfinished", drainTimeoutCountsUnfinished},
+		{"InterruptReturnsPromptly", interruptReturnsPromptly},
+		{"ConnErrorBackoffAndOutage", connErrorBackoffAndOutage},
+		{"StepErrorStopsRun", stepErrorStopsRun},
+		{"InvalidOutcomeClassStopsRun", invalidOutcomeClassStopsRun},
+		{"ThinkTimeOutsideTimedRegion", thinkTimeOutsideTimedRegion},
+		{"LatencyLimitCountsLate", closedLoopLatencyLimitCountsLate},
+		{"MeasureHooks", measureHooks},
+		{"PerOpTotalsAndTicks", perOpTotalsAndTicks},
 	} {
-		t.Run(tc.name, tc.f)
+		t.Run(tc.name, func(t *testing.T) { tc.f(t, runMode{mux: true}) })
 	}
 }
 
-// TestMuxThreads: 5 workers on 2 threads overlap their steps (a step is
-// 20 ms of waiting, so 2 threads serving 5 workers approach 5 in flight);
-// the result says how many threads ran.
+// TestMuxThreads: 5 workers on 2 threads overlap their steps (a thread
+// begins a step on each of its idle workers before it waits for replies);
+// the result says how many threads ran. Real clock (poll(2)): the overlap is
+// read from the steps in flight, not from the throughput.
 func TestMuxThreads(t *testing.T) {
 	if !pollSupported {
 		t.Skip("multiplexing needs poll(2)")
 	}
-	ff := &fakeFleet{step: sleepStep(20 * time.Millisecond)}
+	const step = 20 * time.Millisecond
+	var inFlight, maxInFlight atomic.Int64
+	ff := &fakeFleet{step: func(ctx context.Context, id int, n int64) (stp.Outcome, error) {
+		now := inFlight.Add(1)
+		for {
+			m := maxInFlight.Load()
+			if now <= m || maxInFlight.CompareAndSwap(m, now) {
+				break
+			}
+		}
+		time.Sleep(step)
+		inFlight.Add(-1)
+		return ok("op"), nil
+	}}
 	var mu sync.Mutex
 	th := []*countingThread{}
 	cfg := Config{Workers: 5, Threads: 2, Duration: 500 * time.Millisecond, Tick: 100 * time.Millisecond,
-		NewThread: func() workload.Thread {
+		NewThread: func() stp.Thread {
 			mu.Lock()
 			defer mu.Unlock()
 			c := &countingThread{}
@@ -162,20 +158,34 @@ func TestMuxThreads(t *testing.T) {
 			t.Errorf("thread discipline ticked %d times, stopped %d times", c.ticks, c.stops)
 		}
 	}
-	// One step in flight per worker: up to 250 tps; one per thread would
-	// be 100.
-	within(t, "tps", res.TPS, 180, 251)
-	within(t, "p50 ms", res.Latency.PercentileMs(50), 19, 30)
+	// Two threads that waited for each step before the next would never
+	// have more than 2 in flight; every round of the 25 in the window
+	// starts all 5.
+	if n := maxInFlight.Load(); n <= int64(cfg.Threads) {
+		t.Errorf("at most %d steps in flight on %d threads: the threads did not overlap their workers' steps", n, cfg.Threads)
+	}
+	// A step never takes less than its 20 ms: at most 25 per worker start
+	// in the window.
+	if res.Committed == 0 || res.Committed > 5*25 {
+		t.Errorf("committed %d, want 1 to %d", res.Committed, 5*25)
+	}
+	if p50 := res.Latency.PercentileMs(50); p50 < ms(step)*0.999 || p50 >= 2*ms(step) {
+		t.Errorf("p50 %v ms, want from the step's %v to twice that (latency is the step's, not its thread's round)", p50, step)
+	}
 }
 
 // TestMuxFallback: one worker that cannot be multiplexed gives every worker
 // its own goroutine, and the others are switched back.
-func TestMuxFallback(t *testing.T) {
+// The fallback runs one goroutine per worker (nothing polls), so it runs in
+// a synctest bubble.
+func TestMuxFallback(t *testing.T) { synctest.Test(t, muxFallback) }
+
+func muxFallback(t *testing.T) {
 	ff := &fakeFleet{step: sleepStep(time.Millisecond)}
 	var made []*fakeMuxWorker
 	f := ff.muxFactory(2)
 	res, err := Execute(context.Background(), Config{Workers: 4, Threads: 2, Duration: 200 * time.Millisecond},
-		func(ctx context.Context, id int) (workload.Worker, error) {
+		func(ctx context.Context, id int) (stp.Worker, error) {
 			w, err := f(ctx, id)
 			if err == nil {
 				made = append(made, w.(*fakeMuxWorker))

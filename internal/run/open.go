@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/metrics"
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // fifo is the scheduler's overflow queue: intended starts that did not fit
@@ -131,7 +131,7 @@ func (r *runner) openLoop(ws *workerState) {
 		}
 		lag := now - tk
 		if limit > 0 && lag > limit {
-			ws.rec.Count(ph, SkippedOp, workload.ClassSkippedLate)
+			ws.rec.Count(ph, SkippedOp, step.ClassSkippedLate)
 			continue
 		}
 		if !ws.state.CompareAndSwap(stIdle, st) {
@@ -169,7 +169,7 @@ func (r *runner) openLoop(ws *workerState) {
 		ws.rec.RecordOpen(ph, o.Op, o.Class, latency, end-now, lag)
 		r.afterOutcome(ws, &o, end)
 
-		if o.Class == workload.ClassConnError {
+		if o.Class == step.ClassConnError {
 			backoff = nextBackoff(backoff)
 			ws.sleep(jitter(ws.rng, backoff), r.halt)
 			continue

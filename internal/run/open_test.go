@@ -6,9 +6,10 @@ import (
 	"math"
 	"sort"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/workload"
+	stp "github.com/tunebench/tunebench/internal/step"
 )
 
 func TestScheduleStatistics(t *testing.T) {
@@ -72,13 +73,48 @@ func accounted(t *testing.T, res *Result) {
 		t.Errorf("outcomes+skipped+unfinished = %d (totals %v, unfinished %d), scheduled %d",
 			got, res.Totals, res.Unfinished, res.Scheduled)
 	}
-	if res.Skipped != res.Totals[workload.ClassSkippedLate] {
-		t.Errorf("skipped %d vs totals %d", res.Skipped, res.Totals[workload.ClassSkippedLate])
+	if res.Skipped != res.Totals[stp.ClassSkippedLate] {
+		t.Errorf("skipped %d vs totals %d", res.Skipped, res.Totals[stp.ClassSkippedLate])
 	}
 }
 
-func TestOpenLoopAchievesRate(t *testing.T) {
-	ff := &fakeFleet{step: sleepStep(time.Millisecond)}
+// The open-loop tests run in synctest bubbles (the open loop has no
+// multiplexed form: every worker is a goroutine waiting on timers and
+// channels), so the fake steps and the seeded schedule play out on a fake
+// clock that a loaded machine cannot stretch; what the schedule implies is
+// computed from the same seeded schedule.
+
+// schedulePoints returns the intended starts of the seeded schedule in
+// [from, to).
+func schedulePoints(rate float64, seed int64, from, to time.Duration) []time.Duration {
+	var out []time.Duration
+	s := NewSchedule(rate, seed)
+	for at := s.Next(); at < to; at = s.Next() {
+		if at >= from {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// fifoStarts is when one worker whose steps take service starts the
+// intended starts tks, served in order: each at its intended start, or
+// when the worker is done with the one before if that is later.
+func fifoStarts(tks []time.Duration, service time.Duration) []time.Duration {
+	out := make([]time.Duration, len(tks))
+	var free time.Duration
+	for i, tk := range tks {
+		out[i] = max(tk, free)
+		free = out[i] + service
+	}
+	return out
+}
+
+func TestOpenLoopAchievesRate(t *testing.T) { synctest.Test(t, openLoopAchievesRate) }
+
+func openLoopAchievesRate(t *testing.T) {
+	const step = time.Millisecond
+	ff := &fakeFleet{step: sleepStep(step)}
 	const rate, dur = 500.0, 2 * time.Second
 	res, err := Execute(context.Background(), Config{Workers: 4, Rate: rate, Duration: dur, Seed: 1, Tick: 250 * time.Millisecond}, ff.factory())
 	if err != nil {
@@ -86,12 +122,17 @@ func TestOpenLoopAchievesRate(t *testing.T) {
 	}
 	ff.checkClosed(t)
 	accounted(t, res)
+	if want := len(schedulePoints(rate, 1, 0, dur)); res.Scheduled != int64(want) {
+		t.Errorf("scheduled %d, want %d from the seeded schedule", res.Scheduled, want)
+	}
 	// Poisson count over 2 s: 1000 +- 32 (1 sd).
 	within(t, "scheduled", float64(res.Scheduled), 900, 1100)
 	if res.Committed != res.Scheduled || res.Unfinished != 0 || res.Skipped != 0 {
 		t.Errorf("committed %d of %d scheduled", res.Committed, res.Scheduled)
 	}
-	within(t, "measured", res.MeasuredSeconds, 2, 2.05)
+	if res.MeasuredSeconds != dur.Seconds() {
+		t.Errorf("measured %v, want %v", res.MeasuredSeconds, dur.Seconds())
+	}
 	within(t, "tps/target", res.TPS/rate, 0.9, 1.1)
 	if !res.OpenLoop || res.TargetRate != rate || res.Service == nil || res.Lag == nil {
 		t.Fatalf("open-loop fields missing")
@@ -99,14 +140,15 @@ func TestOpenLoopAchievesRate(t *testing.T) {
 	if res.Lag.Count() != res.Committed || res.Service.Count() != res.Committed {
 		t.Errorf("lag/service counts %d/%d", res.Lag.Count(), res.Service.Count())
 	}
-	// Latency from the intended start is at least the service time.
-	if res.Latency.PercentileMs(50) < res.Service.PercentileMs(50) {
-		t.Errorf("p50 latency %v < service %v", res.Latency.PercentileMs(50), res.Service.PercentileMs(50))
+	// Service time is the step; on an idle pool every transaction starts
+	// at its intended time (no lag: the histograms' floor is 1 µs), so its
+	// latency is its service time.
+	sameMs(t, "service min", res.Service.MinMs(), ms(step))
+	sameMs(t, "service max", res.Service.MaxMs(), ms(step))
+	if res.Lag.MaxMs() > 0.001 {
+		t.Errorf("lag max %v ms on an idle pool", res.Lag.MaxMs())
 	}
-	within(t, "service p50 ms", res.Service.PercentileMs(50), 1, 10)
-	if res.Lag.PercentileMs(50) > 5 {
-		t.Errorf("lag p50 %v ms on an idle pool", res.Lag.PercentileMs(50))
-	}
+	sameMs(t, "latency max", res.Latency.MaxMs(), ms(step))
 	for _, tk := range res.Series {
 		if tk.Phase == PhaseMeasure {
 			within(t, "tick tps/target", tk.TPS/rate, 0.5, 1.6)
@@ -117,28 +159,27 @@ func TestOpenLoopAchievesRate(t *testing.T) {
 	}
 }
 
-func TestOpenLoopWarmupSharesSchedule(t *testing.T) {
+func TestOpenLoopWarmupSharesSchedule(t *testing.T) { synctest.Test(t, openLoopWarmupSharesSchedule) }
+
+func openLoopWarmupSharesSchedule(t *testing.T) {
 	ff := &fakeFleet{step: sleepStep(200 * time.Microsecond)}
-	res, err := Execute(context.Background(), Config{Workers: 2, Rate: 400, Warmup: 500 * time.Millisecond, Duration: time.Second, Seed: 9, Tick: 100 * time.Millisecond}, ff.factory())
+	const warmup, dur = 500 * time.Millisecond, time.Second
+	res, err := Execute(context.Background(), Config{Workers: 2, Rate: 400, Warmup: warmup, Duration: dur, Seed: 9, Tick: 100 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
 	accounted(t, res)
-	// Steps = warm-up + measured; about a third in warm-up.
-	warm := ff.steps.Load() - res.Committed
-	within(t, "warm-up share", float64(warm)/float64(ff.steps.Load()), 0.2, 0.45)
-	// The measured count equals the number of schedule points in
-	// [0.5 s, 1.5 s) of the seeded schedule started at the warm-up start.
-	s := NewSchedule(400, 9)
-	var want int64
-	for at := s.Next(); at < 1500*time.Millisecond; at = s.Next() {
-		if at >= 500*time.Millisecond {
-			want++
-		}
+	// One seeded schedule from the warm-up's start: the warm-up serves
+	// its points in [0, 0.5 s), the measurement those in [0.5 s, 1.5 s).
+	warm, measured := schedulePoints(400, 9, 0, warmup), schedulePoints(400, 9, warmup, warmup+dur)
+	if res.Scheduled != int64(len(measured)) || res.Committed != int64(len(measured)) {
+		t.Errorf("scheduled %d, committed %d, want %d from the same seeded schedule", res.Scheduled, res.Committed, len(measured))
 	}
-	if res.Scheduled != want {
-		t.Errorf("scheduled %d, want %d from the same seeded schedule", res.Scheduled, want)
+	if got := ff.steps.Load() - res.Committed; got != int64(len(warm)) {
+		t.Errorf("%d warm-up steps, want %d", got, len(warm))
 	}
+	// About a third in warm-up.
+	within(t, "warm-up share", float64(len(warm))/float64(ff.steps.Load()), 0.2, 0.45)
 }
 
 // The stall test of MEASUREMENT.md section 3.6: an in-process fake whose
@@ -148,6 +189,10 @@ func TestOpenLoopWarmupSharesSchedule(t *testing.T) {
 // p(q) = S - (1-q/100)*T: p99 = 0.94 s, p95 = 0.70 s, p90 = 0.40 s, and a
 // max of about S. Nothing may be dropped.
 func TestOpenLoopStallShowsInPercentiles(t *testing.T) {
+	synctest.Test(t, openLoopStallShowsInPercentiles)
+}
+
+func openLoopStallShowsInPercentiles(t *testing.T) {
 	const (
 		rate     = 200.0
 		dur      = 6 * time.Second
@@ -166,11 +211,13 @@ func TestOpenLoopStallShowsInPercentiles(t *testing.T) {
 	T, S := res.MeasuredSeconds, stallLen.Seconds()
 	expect := func(p float64) float64 { return S - (1-p/100)*T }
 	l := res.Latency
-	if l.MaxMs() < 0.95*S*1000 {
-		t.Errorf("max latency %v ms < stall", l.MaxMs())
+	// The first step caught waits out the whole stall after its 1 ms.
+	if l.MaxMs() < S*1000 || l.MaxMs() > (S*1000+1)*1.001 {
+		t.Errorf("max latency %v ms, want the stall's %v ms and at most the step's 1 ms more", l.MaxMs(), S*1000)
 	}
 	// Tolerance: Poisson noise in the number of arrivals (~14 in the
-	// stall) shifts each percentile by roughly 0.1 s.
+	// stall) shifts each percentile by roughly 0.1 s (the seeded schedule
+	// and the fake clock make the values themselves exact).
 	for _, p := range []float64{90, 95, 99} {
 		want := expect(p) * 1000
 		t.Logf("p%v: measured %.1f ms, formula %.1f ms", p, l.PercentileMs(p), want)
@@ -199,28 +246,58 @@ func TestOpenLoopStallShowsInPercentiles(t *testing.T) {
 // The same stall in a closed loop is mostly hidden from the percentiles
 // (coordinated omission): only the in-flight steps see it. The max shows it.
 func TestClosedLoopStallIsCoordinatedOmission(t *testing.T) {
+	synctest.Test(t, closedLoopStallIsCoordinatedOmission)
+}
+
+func closedLoopStallIsCoordinatedOmission(t *testing.T) {
 	st := &stall{from: 1 * time.Second, to: 2 * time.Second}
 	ff := &fakeFleet{step: st.wrap(time.Millisecond)}
 	res, err := Execute(context.Background(), Config{Workers: 8, Duration: 3 * time.Second, Tick: 250 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Latency.MaxMs() < 900 {
-		t.Errorf("max %v ms misses the stall", res.Latency.MaxMs())
-	}
-	if res.Latency.PercentileMs(99) > 100 {
-		t.Errorf("closed-loop p99 %v ms; expected the stall to be hidden", res.Latency.PercentileMs(99))
-	}
+	// The 8 steps that start at 999 ms wait out the stall: 1001 ms.
+	sameMs(t, "max", res.Latency.MaxMs(), 1001)
+	// Every other step takes its 1 ms.
+	sameMs(t, "closed-loop p99 (the stall hidden)", res.Latency.PercentileMs(99), 1)
 }
 
-func TestOpenLoopLatencyLimitSkips(t *testing.T) {
+func TestOpenLoopLatencyLimitSkips(t *testing.T) { synctest.Test(t, openLoopLatencyLimitSkips) }
+
+func openLoopLatencyLimitSkips(t *testing.T) {
+	const (
+		rate  = 200.0
+		seed  = 11
+		step  = time.Millisecond
+		limit = 50 * time.Millisecond
+	)
 	st := &stall{from: time.Second, to: 1500 * time.Millisecond}
-	ff := &fakeFleet{step: st.wrap(time.Millisecond)}
-	res, err := Execute(context.Background(), Config{Workers: 2, Rate: 200, Duration: 3 * time.Second, LatencyLimit: 50 * time.Millisecond, Seed: 11, Tick: 250 * time.Millisecond}, ff.factory())
+	ff := &fakeFleet{step: st.wrap(step)}
+	start := time.Now()
+	res, err := Execute(context.Background(), Config{Workers: 2, Rate: rate, Duration: 3 * time.Second, LatencyLimit: limit, Seed: seed, Tick: 250 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
 	accounted(t, res)
+	// A step that starts within 1 ms before the stall or during it waits
+	// until its end: the first two such arrivals hold both workers, the
+	// ones after them queue. When the workers come free, those already
+	// more than the limit late are skipped; of the others (served 1 ms
+	// each) some may tip over the limit while waiting their turn.
+	origin := st.origin.Sub(start)
+	caught := schedulePoints(rate, seed, origin+st.from-step, origin+st.to-step)
+	if len(caught) < 3 {
+		t.Fatalf("%d arrivals in the stall", len(caught))
+	}
+	stale := 0
+	for _, tk := range caught[2:] {
+		if tk < origin+st.to-limit {
+			stale++
+		}
+	}
+	if res.Skipped < int64(stale) || res.Skipped > int64(len(caught)-2) {
+		t.Errorf("skipped %d, want from the %d arrivals more than %v late at the stall's end to the %d queued in it", res.Skipped, stale, limit, len(caught)-2)
+	}
 	// ~100 arrivals in the stall; those more than 50 ms late when a worker
 	// frees up are skipped.
 	within(t, "skipped", float64(res.Skipped), 50, 130)
@@ -230,7 +307,7 @@ func TestOpenLoopLatencyLimitSkips(t *testing.T) {
 	}
 	var found bool
 	for _, o := range res.Ops {
-		if o.Op == SkippedOp && o.Class == workload.ClassSkippedLate {
+		if o.Op == SkippedOp && o.Class == stp.ClassSkippedLate {
 			found = true
 			if o.Latency != nil || o.Count != res.Skipped {
 				t.Errorf("skipped entry %+v", o)
@@ -247,37 +324,73 @@ func TestOpenLoopLatencyLimitSkips(t *testing.T) {
 }
 
 func TestOpenLoopInterruptAccountsForQueue(t *testing.T) {
+	synctest.Test(t, openLoopInterruptAccountsForQueue)
+}
+
+func openLoopInterruptAccountsForQueue(t *testing.T) {
 	// One slow worker at 300/s builds a backlog; the interrupt abandons it.
-	ff := &fakeFleet{step: sleepStep(20 * time.Millisecond)}
+	const (
+		rate, seed = 300.0, 2
+		step       = 20 * time.Millisecond
+		interrupt  = time.Second
+	)
+	ff := &fakeFleet{step: sleepStep(step)}
 	ctx, cancel := context.WithCancel(context.Background())
-	var cancelledAt time.Time
+	defer cancel()
 	go func() {
-		time.Sleep(time.Second)
-		cancelledAt = time.Now()
+		time.Sleep(interrupt)
 		cancel()
 	}()
-	res, err := Execute(ctx, Config{Workers: 1, Rate: 300, Duration: time.Minute, Seed: 2}, ff.factory())
+	start := time.Now()
+	res, err := Execute(ctx, Config{Workers: 1, Rate: rate, Duration: time.Minute, Seed: seed}, ff.factory())
+	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(cancelledAt); el > time.Second {
-		t.Errorf("returned %v after the interrupt", el)
+	// The worker serves the schedule in order, back to back: the
+	// transactions it started before the interrupt are measured, and the
+	// run returns when the one in flight ends.
+	starts := fifoStarts(schedulePoints(rate, seed, 0, interrupt), step)
+	var begun int64
+	var last time.Duration
+	for _, s := range starts {
+		if s < interrupt {
+			begun++
+			last = s
+		}
+	}
+	if took != last+step {
+		t.Errorf("returned %v after the start, want %v (the end of the step in flight at the interrupt)", took, last+step)
 	}
 	if !res.Interrupted || res.Unfinished < 100 {
 		t.Errorf("interrupted %v unfinished %d", res.Interrupted, res.Unfinished)
 	}
 	accounted(t, res)
-	within(t, "measured", res.MeasuredSeconds, 0.9, 1.2)
-	// The one worker did ~50 steps/s, whatever the target.
-	within(t, "tps", res.TPS, 30, 55)
+	if res.MeasuredSeconds != interrupt.Seconds() {
+		t.Errorf("measured %v, want %v", res.MeasuredSeconds, interrupt.Seconds())
+	}
+	// The one worker did 50 steps/s, whatever the target.
+	if res.Committed != begun || res.TPS != float64(begun)/interrupt.Seconds() {
+		t.Errorf("committed %d tps %v, want %d", res.Committed, res.TPS, begun)
+	}
+	within(t, "tps", res.TPS, 49, 51)
 	ff.checkClosed(t)
 }
 
 func TestOpenLoopDrainServesBacklogAndExtendsWindow(t *testing.T) {
+	synctest.Test(t, openLoopDrainServesBacklogAndExtendsWindow)
+}
+
+func openLoopDrainServesBacklogAndExtendsWindow(t *testing.T) {
 	// 100/s for 1 s on one worker doing 15 ms steps: ~1.5 s of work, so the
 	// drain serves the backlog and the measured window covers it.
-	ff := &fakeFleet{step: sleepStep(15 * time.Millisecond)}
-	res, err := Execute(context.Background(), Config{Workers: 1, Rate: 100, Duration: time.Second, Seed: 4, Tick: 100 * time.Millisecond}, ff.factory())
+	const (
+		rate, seed = 100.0, 4
+		step       = 15 * time.Millisecond
+		dur        = time.Second
+	)
+	ff := &fakeFleet{step: sleepStep(step)}
+	res, err := Execute(context.Background(), Config{Workers: 1, Rate: rate, Duration: dur, Seed: seed, Tick: 100 * time.Millisecond}, ff.factory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,8 +398,11 @@ func TestOpenLoopDrainServesBacklogAndExtendsWindow(t *testing.T) {
 	if res.Unfinished != 0 || res.Committed != res.Scheduled {
 		t.Fatalf("committed %d scheduled %d unfinished %d", res.Committed, res.Scheduled, res.Unfinished)
 	}
-	if res.MeasuredSeconds <= 1.1 {
-		t.Errorf("measured %v: the backlog served in the drain must extend the window", res.MeasuredSeconds)
+	// The window extends to the actual start of the last measured
+	// transaction.
+	starts := fifoStarts(schedulePoints(rate, seed, 0, dur), step)
+	if want := starts[len(starts)-1].Seconds(); want <= 1.1 || res.MeasuredSeconds != want {
+		t.Errorf("measured %v, want %v: the backlog served in the drain must extend the window", res.MeasuredSeconds, want)
 	}
 	// Capacity is ~60/s; the reported tps must not claim the target.
 	within(t, "tps", res.TPS, 40, 75)

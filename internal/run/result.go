@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/metrics"
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // Tick phases.
@@ -44,7 +44,7 @@ type Result struct {
 	// Ops has one entry per (op, class), sorted by op then class.
 	Ops []OpStats
 	// Totals counts outcomes per class (classes with none are absent).
-	Totals map[workload.OutcomeClass]int64
+	Totals map[step.OutcomeClass]int64
 	// SQLStates counts error outcomes by SQLSTATE; NoSQLState for errors
 	// without one.
 	SQLStates         map[string]int64
@@ -94,7 +94,7 @@ type Result struct {
 // OpStats is the outcome count and histograms of one (op, class).
 type OpStats struct {
 	Op    string
-	Class workload.OutcomeClass
+	Class step.OutcomeClass
 	Count int64
 	// Latency is nil for skipped_late (no latency exists).
 	Latency *metrics.Hist

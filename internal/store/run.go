@@ -42,8 +42,11 @@ type Run struct {
 	Env        json.RawMessage // environment snapshot (envinfo.Snapshot as JSON)
 	Summary    json.RawMessage // the run summary (same JSON the CLI's --json writes)
 	Check      json.RawMessage // consistency check report, may be nil
-	Series     []Point         // per-second time series
-	Histograms []Histogram     // encoded HDR histograms
+	// SummarySchema is the version of the summary's schema (package
+	// results); 1 for runs stored before the version was recorded.
+	SummarySchema int
+	Series        []Point     // per-second time series
+	Histograms    []Histogram // encoded HDR histograms
 	// Link, when set, ties the run to an experiment's plan entry; it is
 	// written in the same transaction as the run (its RunID is filled in).
 	Link *PlanLink
@@ -77,6 +80,8 @@ type RunInfo struct {
 	Env        json.RawMessage
 	Summary    json.RawMessage
 	Check      json.RawMessage
+	// SummarySchema: see Run.
+	SummarySchema int
 }
 
 // Info returns the run's row without children.
@@ -84,7 +89,7 @@ func (r *Run) Info() RunInfo {
 	return RunInfo{
 		ID: r.ID, Experiment: r.Experiment, Workload: r.Workload, Variant: r.Variant,
 		Status: r.Status, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
-		Params: r.Params, Env: r.Env, Summary: r.Summary, Check: r.Check,
+		Params: r.Params, Env: r.Env, Summary: r.Summary, Check: r.Check, SummarySchema: r.SummarySchema,
 	}
 }
 
@@ -98,7 +103,7 @@ type ListFilter struct {
 // pointBatch is how many series points go into one INSERT statement.
 const pointBatch = 200
 
-const runColumns = `id, experiment, workload, variant, status, started_at, ended_at, params, env, summary, check_report`
+const runColumns = `id, experiment, workload, variant, status, started_at, ended_at, params, env, summary, check_report, summary_schema`
 
 // SaveRun stores r, its series and its histograms in one transaction (all or
 // nothing) and sets r.ID. Within a series, points keep the order they have in
@@ -140,10 +145,10 @@ func (s *Store) saveRun(ctx context.Context, r *Run, summary func(id int64) (jso
 	defer tx.Rollback()
 
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs
-(experiment, workload, variant, status, started_at, ended_at, params, env, summary, check_report)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+(experiment, workload, variant, status, started_at, ended_at, params, env, summary, check_report, summary_schema)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.Experiment, r.Workload, r.Variant, r.Status, started, ended,
-		jsonArg(r.Params), jsonArg(r.Env), jsonArg(r.Summary), jsonArg(r.Check))
+		jsonArg(r.Params), jsonArg(r.Env), jsonArg(r.Summary), jsonArg(r.Check), schemaArg(r.SummarySchema))
 	if err != nil {
 		return fail(err)
 	}
@@ -310,6 +315,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) {
 		ID: info.ID, Experiment: info.Experiment, Workload: info.Workload, Variant: info.Variant,
 		Status: info.Status, StartedAt: info.StartedAt, EndedAt: info.EndedAt,
 		Params: info.Params, Env: info.Env, Summary: info.Summary, Check: info.Check,
+		SummarySchema: info.SummarySchema,
 	}
 
 	rows, err := s.db.QueryContext(ctx, `SELECT s.name, p.t, p.v
@@ -415,8 +421,9 @@ func scanRunInfo(sc scanner) (RunInfo, error) {
 	var ri RunInfo
 	var started, ended sql.NullInt64
 	var params, env, summary, check sql.NullString
+	var schema sql.NullInt64
 	err := sc.Scan(&ri.ID, &ri.Experiment, &ri.Workload, &ri.Variant, &ri.Status,
-		&started, &ended, &params, &env, &summary, &check)
+		&started, &ended, &params, &env, &summary, &check, &schema)
 	if err != nil {
 		return RunInfo{}, err
 	}
@@ -426,6 +433,10 @@ func scanRunInfo(sc scanner) (RunInfo, error) {
 	ri.Env = jsonValue(env)
 	ri.Summary = jsonValue(summary)
 	ri.Check = jsonValue(check)
+	ri.SummarySchema = 1
+	if schema.Valid {
+		ri.SummarySchema = int(schema.Int64)
+	}
 	return ri, nil
 }
 
@@ -514,6 +525,14 @@ func jsonHasSecret(m json.RawMessage) bool {
 		return false
 	}
 	return walk(v)
+}
+
+// schemaArg stores a summary schema version; 0 (unknown) as NULL.
+func schemaArg(v int) any {
+	if v <= 0 {
+		return nil
+	}
+	return v
 }
 
 func jsonArg(m json.RawMessage) any {

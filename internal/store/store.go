@@ -59,12 +59,9 @@ const EnvResults = "TUNEBENCH_RESULTS"
 // busyTimeout is how long a connection waits for another writer's lock.
 const busyTimeout = 10 * time.Second
 
-// DefaultPath returns the results store location from the process environment;
-// see the package documentation for the rules.
-func DefaultPath() (string, error) { return DefaultPathFrom(os.Getenv) }
-
-// DefaultPathFrom is DefaultPath with the environment supplied by getenv, for
-// callers that keep OS access behind a state object (and for tests).
+// DefaultPathFrom returns the results store location from the environment
+// getenv reads (the CLI's state object); see the package documentation for
+// the rules.
 func DefaultPathFrom(getenv func(string) string) (string, error) {
 	if p := getenv(EnvResults); p != "" {
 		return p, nil
@@ -175,8 +172,15 @@ func migrations() []string {
 	return []string{
 		schemaV1,
 		schemaV2,
+		schemaV3,
 	}
 }
+
+// schemaV3 records the version of the summary's schema (package results)
+// with each run; NULL for the runs stored before it (version 1).
+const schemaV3 = `
+ALTER TABLE runs ADD COLUMN summary_schema INTEGER;
+`
 
 // schemaV1 is the initial schema.
 const schemaV1 = `

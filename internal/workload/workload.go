@@ -1,147 +1,43 @@
-// Package workload holds the interfaces every workload implements and the
-// registry through which the CLI finds them. No workload name is switched on
-// outside its own package.
+// Package workload is the contract every workload implements, and the
+// registry through which everything else finds them. A workload is one
+// package: it declares its options once (package option) and offers its
+// capabilities as optional interfaces (Loader, Runner, Checker, Viewer);
+// internal/workload/all is the one list of registered workloads. No
+// workload name is switched on outside its own package.
 package workload
 
 import (
-	"context"
-	"fmt"
 	"sort"
-	"time"
+
+	"github.com/tunebench/tunebench/internal/step"
 )
 
-// OutcomeClass says how one transaction ended. Every transaction lands in
-// exactly one class (DESIGN.md section 6).
-type OutcomeClass uint8
+// The executor's step contract (package step), under the names workloads
+// use.
+type (
+	OutcomeClass = step.OutcomeClass
+	Outcome      = step.Outcome
+	Worker       = step.Worker
+	Multiplexed  = step.Multiplexed
+	Thread       = step.Thread
+	PinnedThread = step.PinnedThread
+	Placed       = step.Placed
+)
 
 const (
-	ClassOK                   OutcomeClass = iota // committed on the first try
-	ClassUserAbort                                // rolled back on purpose by the workload (TPC-C 1%)
-	ClassRetriedOK                                // committed after one or more retries
-	ClassFailedRetryExhausted                     // 40001/40P01 still failing after max tries
-	ClassFailedError                              // any other SQLSTATE
-	ClassConnError                                // connection lost or refused (08xxx, 57P01..57P03, network)
-	ClassAmbiguousCommit                          // connection lost during COMMIT: unknown outcome
-	ClassSkippedLate                              // open loop only: not sent because already later than --latency-limit
-	NumClasses
+	ClassOK                   = step.ClassOK
+	ClassUserAbort            = step.ClassUserAbort
+	ClassRetriedOK            = step.ClassRetriedOK
+	ClassFailedRetryExhausted = step.ClassFailedRetryExhausted
+	ClassFailedError          = step.ClassFailedError
+	ClassConnError            = step.ClassConnError
+	ClassAmbiguousCommit      = step.ClassAmbiguousCommit
+	ClassSkippedLate          = step.ClassSkippedLate
+	NumClasses                = step.NumClasses
 )
 
-var classNames = [NumClasses]string{
-	"ok", "user_abort", "retried_ok", "failed_retry_exhausted", "failed_error",
-	"conn_error", "ambiguous_commit", "skipped_late",
-}
-
-func (c OutcomeClass) String() string {
-	if c < NumClasses {
-		return classNames[c]
-	}
-	return fmt.Sprintf("class(%d)", uint8(c))
-}
-
-// ParseClass is the inverse of String.
-func ParseClass(s string) (OutcomeClass, bool) {
-	for i, n := range classNames {
-		if n == s {
-			return OutcomeClass(i), true
-		}
-	}
-	return 0, false
-}
-
-// Committed reports whether the transaction's work is in the database.
-func (c OutcomeClass) Committed() bool { return c == ClassOK || c == ClassRetriedOK }
-
-// Completed reports whether the transaction ran to its intended end
-// (committed, or rolled back on purpose).
-func (c OutcomeClass) Completed() bool { return c.Committed() || c == ClassUserAbort }
-
-// IsError reports whether the class counts as an error.
-func (c OutcomeClass) IsError() bool {
-	switch c {
-	case ClassFailedRetryExhausted, ClassFailedError, ClassConnError, ClassAmbiguousCommit:
-		return true
-	}
-	return false
-}
-
-// Outcome is what one Step did. The executor times the step; think time is
-// returned as data and slept by the executor outside the timed region.
-type Outcome struct {
-	Op       string        // transaction type, e.g. "tpcb-like"
-	Class    OutcomeClass  // how it ended
-	Attempts int           // tries made (>= 1); latency covers all of them
-	SQLState string        // SQLSTATE of the last error, "" when none or not from the server
-	Err      error         // last error, for the first-N error log; nil on success
-	Think    time.Duration // time to wait after this step before the next (closed loop)
-}
-
-// Worker does one unit of work per Step on its own connection. A worker
-// survives errors: a Step after a connection error reconnects. Step returns a
-// non-nil error only when the worker cannot go on at all (the run stops).
-type Worker interface {
-	Step(ctx context.Context) (Outcome, error)
-	Close() error
-}
-
-// Multiplexed is a Worker whose step can also be driven in pieces, so that
-// one executor thread serves several workers (pgbench -j): Begin sends the
-// first request and returns; when the descriptor from Fd is readable,
-// Continue reads the reply and sends the next request or ends the step.
-// Step must behave as Begin followed by Continue until not pending (a
-// blocking Continue then simply waits for the reply).
-type Multiplexed interface {
-	Worker
-	// Multiplex(true) switches the worker to being driven with others from
-	// one thread that the executor manages (the worker then leaves its
-	// goroutine's thread alone). It reports false, changing nothing, when
-	// the worker cannot be polled (e.g. its connection is not a plain
-	// socket); the executor then gives every worker its own goroutine, and
-	// switches back with Multiplex(false) the ones that had accepted.
-	Multiplex(on bool) bool
-	// Begin starts a step. pending false means the step already ended
-	// (o is its outcome, e.g. it could not connect); err as Step's.
-	Begin(ctx context.Context) (o Outcome, pending bool, err error)
-	// Continue goes on with a pending step; it is called when Fd is
-	// readable (or after ctx was cancelled, to let the step fail fast).
-	Continue(ctx context.Context) (o Outcome, pending bool, err error)
-	// Fd is the descriptor the pending step waits on.
-	Fd() int
-}
-
-// Thread is the scheduling discipline of a goroutine that drives
-// multiplexed workers: Tick before each round of work, Stop when done.
-type Thread interface {
-	Tick()
-	Stop()
-}
-
-// PinnedThread is a Thread that can keep its goroutine on one CPU. Pin is
-// called on the goroutine before its first Tick; it reports false if the
-// thread cannot be pinned there (nothing is changed then). Stop restores
-// the thread's CPU affinity.
-type PinnedThread interface {
-	Thread
-	Pin(cpu int) bool
-}
-
-// Placed is a Multiplexed worker that can tell on which CPU the server's
-// side of its connection last sent to it (Linux: SO_INCOMING_CPU; on a
-// loopback connection the server process's CPU), or -1 if unknown.
-type Placed interface {
-	ServerCPU() int
-}
-
-// Meta describes a workload.
-type Meta struct {
-	Name        string
-	Description string
-	Version     string
-}
-
-// Workload is the minimum a workload provides.
-type Workload interface {
-	Meta() Meta
-}
+// ParseClass is the inverse of OutcomeClass.String.
+func ParseClass(s string) (OutcomeClass, bool) { return step.ParseClass(s) }
 
 // Registry maps workload names to workloads. It is built in main and passed
 // down; there is no package-level registry.

@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tunebench/tunebench/internal/driver"
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 	"strings"
 	"testing"
 
@@ -72,7 +72,7 @@ func TestConnectErrorKeepsCauseForClassification(t *testing.T) {
 	if !driver.IsConnError(err) {
 		t.Fatalf("refused connection not classified as a connection error: %v", err)
 	}
-	if class, _ := driver.Classify(err, false, 1); class != workload.ClassConnError {
+	if class, _ := driver.Classify(err, false, 1); class != step.ClassConnError {
 		t.Fatalf("class %v", class)
 	}
 	// The chain must not expose pgconn's ConnectError: its Config holds

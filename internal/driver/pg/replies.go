@@ -32,7 +32,8 @@ import (
 // The zero value is ready; Reset it for a new connection.
 type Replies struct {
 	buf        []byte
-	start, end int // unread bytes are buf[start:end]
+	start, end int  // unread bytes are buf[start:end]
+	tx         byte // the transaction status of the last ReadyForQuery
 }
 
 // repliesBuf is the initial buffer: a round trip's replies in one read.
@@ -57,13 +58,39 @@ func (e protocolError) Error() string { return string(e) }
 func (e protocolError) ConnectionLost() bool { return true }
 
 // Reset drops what is buffered, for a new connection.
-func (r *Replies) Reset() { r.start, r.end = 0, 0 }
+func (r *Replies) Reset() { r.start, r.end, r.tx = 0, 0, 'I' }
+
+// TxStatus is the transaction status the last ReadyForQuery reported: 'I'
+// idle, 'T' in a transaction, 'E' in a failed transaction.
+func (r *Replies) TxStatus() byte {
+	if r.tx == 0 {
+		return 'I'
+	}
+	return r.tx
+}
+
+// Result is one statement's result in a round trip: its rows, and the
+// first row's first two columns when they are 4-byte values (int4 in
+// binary format; else 0).
+type Result struct {
+	Rows int
+	V    [2]int32
+}
 
 // UntilReady reads pc's replies up to and including ReadyForQuery. It
 // returns the first error the server reported (a *pgconn.PgError), else an
 // I/O error from the socket (the connection is then unusable), else nil.
 // A FATAL error from the server or a protocol violation also closes pc.
-func (r *Replies) UntilReady(pc *pgconn.PgConn) error {
+func (r *Replies) UntilReady(pc *pgconn.PgConn) error { return r.Collect(pc, nil) }
+
+// Collect is UntilReady that also records each statement's result in res,
+// one per statement of the round trip in the order sent (statements past
+// len(res) are not recorded). The entries are reset first.
+func (r *Replies) Collect(pc *pgconn.PgConn, res []Result) error {
+	for i := range res {
+		res[i] = Result{}
+	}
+	k := 0 // the statement whose replies are being read
 	c := pc.Conn()
 	var first error
 	for {
@@ -81,6 +108,9 @@ func (r *Replies) UntilReady(pc *pgconn.PgConn) error {
 		}
 		switch typ {
 		case 'Z': // ReadyForQuery
+			if len(body) > 0 {
+				r.tx = body[0]
+			}
 			return first
 		case 'E': // ErrorResponse
 			var m pgproto3.ErrorResponse
@@ -97,14 +127,20 @@ func (r *Replies) UntilReady(pc *pgconn.PgConn) error {
 			if first == nil {
 				first = pe
 			}
+		case 'D': // DataRow
+			if k < len(res) {
+				res[k].Rows++
+				if res[k].Rows == 1 {
+					firstInts(body, &res[k].V)
+				}
+			}
+		case 'C', 'I': // CommandComplete, EmptyQueryResponse: the statement ended
+			k++
 		case '2', // BindComplete
 			'1', // ParseComplete
 			'3', // CloseComplete
-			'D', // DataRow
-			'C', // CommandComplete
 			'T', // RowDescription
 			'n', // NoData
-			'I', // EmptyQueryResponse
 			's', // PortalSuspended
 			'N', // NoticeResponse
 			'S', // ParameterStatus
@@ -113,6 +149,33 @@ func (r *Replies) UntilReady(pc *pgconn.PgConn) error {
 			_ = pc.Close(context.Background())
 			return fmt.Errorf("%w: type %q", ErrProtocol, typ)
 		}
+	}
+}
+
+// firstInts reads the first two columns of a DataRow body into v when
+// they are 4 bytes long (binary int4).
+func firstInts(body []byte, v *[2]int32) {
+	if len(body) < 2 {
+		return
+	}
+	n := int(binary.BigEndian.Uint16(body))
+	p := 2
+	for col := 0; col < n && col < len(v); col++ {
+		if len(body) < p+4 {
+			return
+		}
+		l := int(int32(binary.BigEndian.Uint32(body[p:])))
+		p += 4
+		if l < 0 {
+			continue // NULL
+		}
+		if len(body) < p+l {
+			return
+		}
+		if l == 4 {
+			v[col] = int32(binary.BigEndian.Uint32(body[p:]))
+		}
+		p += l
 	}
 }
 

@@ -220,3 +220,59 @@ func TestRepliesUntilReady(t *testing.T) {
 		t.Fatal("the connection is not closed after a FATAL error")
 	}
 }
+
+// dataRow is a DataRow body: each column's value, nil for NULL.
+func dataRow(cols ...[]byte) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(len(cols)))
+	for _, c := range cols {
+		if c == nil {
+			b = binary.BigEndian.AppendUint32(b, 0xffffffff)
+			continue
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(c)))
+		b = append(b, c...)
+	}
+	return msg('D', b)
+}
+
+func int4(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+
+// Collect records each statement's rows and its first row's first two
+// int4 columns (NULLs and other widths read as 0), and the transaction
+// status of ReadyForQuery.
+func TestRepliesCollect(t *testing.T) {
+	stream := join(
+		msg('2', nil), msg('n', nil), msg('C', []byte("BEGIN\x00")), // BEGIN: no rows
+		msg('2', nil), dataRow(int4(7), int4(-3), []byte("text")), dataRow(int4(8), int4(9)), msg('C', []byte("SELECT 2\x00")),
+		msg('2', nil), dataRow(nil, []byte("12345678"), int4(5)), msg('C', []byte("SELECT 1\x00")),
+		msg('2', nil), dataRow(int4(1)), msg('C', []byte("SELECT 1\x00")), // a fourth statement, not recorded
+		msg('Z', []byte{'T'}))
+	dc, peer := pair(t)
+	cfg, err := pgconn.ParseConfig("host=127.0.0.1 sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := pgconn.Construct(&pgconn.HijackedConn{Conn: dc, Config: cfg, TxStatus: 'I', ParameterStatuses: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = peer.Write(stream) }()
+	var r Replies
+	r.Reset()
+	res := make([]Result, 3)
+	res[0].Rows = 99 // stale: reset by Collect
+	var got error
+	within(t, 5*time.Second, "Collect", func() { got = r.Collect(pc, res) })
+	if got != nil {
+		t.Fatal(got)
+	}
+	want := []Result{{Rows: 0}, {Rows: 2, V: [2]int32{7, -3}}, {Rows: 1, V: [2]int32{0, 0}}}
+	for i := range want {
+		if res[i] != want[i] {
+			t.Errorf("statement %d: %+v, want %+v", i, res[i], want[i])
+		}
+	}
+	if r.TxStatus() != 'T' {
+		t.Errorf("transaction status %q, want T", r.TxStatus())
+	}
+}

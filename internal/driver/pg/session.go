@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
-	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // Session is a workload worker's connection bookkeeping, shared by the
@@ -51,7 +51,7 @@ func (s *Session) Readable() {
 }
 
 // ServerCPU is the CPU where the server side of a direct connection last
-// sent to it, or -1 (workload.Placed; see IncomingCPU).
+// sent to it, or -1 (step.Placed; see IncomingCPU).
 func (s *Session) ServerCPU() int {
 	if s.Conn == nil {
 		return -1
@@ -103,7 +103,7 @@ func (s *Session) Unwatch() {
 // Ready prepares a step: it ticks the thread discipline, and when ctx is
 // done, or there is no connection and reconnect fails, it fills out with
 // the outcome of a step that could not start and returns false.
-func (s *Session) Ready(ctx context.Context, out *workload.Outcome, reconnect func(context.Context) error) bool {
+func (s *Session) Ready(ctx context.Context, out *step.Outcome, reconnect func(context.Context) error) bool {
 	if s.Direct && !s.Shared {
 		s.Thread.Tick()
 	}
@@ -119,7 +119,7 @@ func (s *Session) Ready(ctx context.Context, out *workload.Outcome, reconnect fu
 			// Target.ConnectError) is a connection error: the executor
 			// then spaces the next attempts out.
 			if driver.IsConnError(err) || errs.KindOf(err) == errs.KindConnect {
-				out.Class = workload.ClassConnError
+				out.Class = step.ClassConnError
 			}
 			out.Err = err
 			return false
@@ -132,7 +132,7 @@ func (s *Session) Ready(ctx context.Context, out *workload.Outcome, reconnect fu
 // Lost handles a failed attempt: when ctx was cancelled (the watch made the
 // connection unusable), the connection is gone, or the error is a
 // connection error, it drops the connection, fills out and returns true.
-func (s *Session) Lost(ctx context.Context, err error, inCommit bool, out *workload.Outcome) bool {
+func (s *Session) Lost(ctx context.Context, err error, inCommit bool, out *step.Outcome) bool {
 	interrupted := false
 	if cerr := ctx.Err(); cerr != nil {
 		err, interrupted = cerr, true
@@ -142,8 +142,8 @@ func (s *Session) Lost(ctx context.Context, err error, inCommit bool, out *workl
 	}
 	s.Drop()
 	out.Class, out.SQLState = driver.Classify(err, inCommit, out.Attempts)
-	if out.Class == workload.ClassFailedError {
-		out.Class = workload.ClassConnError
+	if out.Class == step.ClassFailedError {
+		out.Class = step.ClassConnError
 	}
 	out.Err = err
 	return true

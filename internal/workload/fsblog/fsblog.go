@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/metrics"
-	"github.com/tunebench/tunebench/internal/workload"
 )
 
 // Counts and sizes (bytes) from blogbench.
@@ -66,14 +65,6 @@ const (
 	DefaultInterval   = 10 * time.Second
 	DefaultIterations = 30
 )
-
-// Workload registers fsblog in the workload registry.
-type Workload struct{}
-
-// Meta describes the workload.
-func (Workload) Meta() workload.Meta {
-	return workload.Meta{Name: "fsblog", Description: "blogbench-like filesystem workload (writers, rewriters, commenters, readers on a tree of blogs)", Version: "1"}
-}
 
 // Kind is a kind of file in a blog.
 type Kind uint8

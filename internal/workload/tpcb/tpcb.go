@@ -4,11 +4,7 @@
 // a tunebench result and a pgbench result compare one to one.
 package tpcb
 
-import (
-	"fmt"
-
-	"github.com/tunebench/tunebench/internal/workload"
-)
+import "fmt"
 
 // Sizes per scale unit, as pgbench defines them.
 const (
@@ -37,16 +33,4 @@ func ValidScript(s string) error {
 		}
 	}
 	return fmt.Errorf("unknown script %q: use tpcb-like, simple-update or select-only", s)
-}
-
-// Workload is the registry entry.
-type Workload struct{}
-
-// Meta describes the workload.
-func (Workload) Meta() workload.Meta {
-	return workload.Meta{
-		Name:        "tpcb",
-		Description: "pgbench-compatible TPC-B-like workload (tpcb-like, simple-update, select-only)",
-		Version:     "1",
-	}
 }

@@ -2,16 +2,11 @@ package tpcb
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
-	"github.com/tunebench/tunebench/internal/driver"
-	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/gen"
 )
@@ -52,7 +47,7 @@ const (
 	sqlInsHistory = "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)"
 )
 
-// param slots of the per-transaction values.
+// Parameter slots of the per-transaction values.
 const (
 	pAid = iota
 	pBid
@@ -61,130 +56,76 @@ const (
 	nParams
 )
 
-type stmt struct {
-	name   string
-	sql    string
-	oids   []uint32
-	params []int // indexes into the worker's encoded params
-}
+// Statements, by index into the session's list.
+const (
+	sBegin = iota
+	sEnd
+	sUpdAccount
+	sSelAccount
+	sUpdTeller
+	sUpdBranch
+	sInsHistory
+	nStmts
+)
 
-func scriptSteps(script string, aidOID uint32) []stmt {
-	const int4 = 23
-	begin := stmt{name: "tb_begin", sql: sqlBegin}
-	end := stmt{name: "tb_end", sql: sqlEnd}
-	updA := stmt{name: "tb_upd_a", sql: sqlUpdAccount, oids: []uint32{int4, aidOID}, params: []int{pDelta, pAid}}
-	selA := stmt{name: "tb_sel_a", sql: sqlSelAccount, oids: []uint32{aidOID}, params: []int{pAid}}
-	updT := stmt{name: "tb_upd_t", sql: sqlUpdTeller, oids: []uint32{int4, int4}, params: []int{pDelta, pTid}}
-	updB := stmt{name: "tb_upd_b", sql: sqlUpdBranch, oids: []uint32{int4, int4}, params: []int{pDelta, pBid}}
-	ins := stmt{name: "tb_ins_h", sql: sqlInsHistory, oids: []uint32{int4, int4, aidOID, int4}, params: []int{pTid, pBid, pAid, pDelta}}
-	switch script {
-	case ScriptSelectOnly:
-		return []stmt{selA}
-	case ScriptSimpleUpdate:
-		return []stmt{begin, updA, selA, ins, end}
-	default:
-		return []stmt{begin, updA, selA, updT, updB, ins, end}
+// sessionSpec declares the slots and statements of a worker's session;
+// aid is a bigint from BigintScale on, as in pgbench.
+func sessionSpec(id int, big bool) *target.SessionSpec {
+	aid := target.Int4
+	if big {
+		aid = target.Int8
+	}
+	return &target.SessionSpec{
+		ID:    id,
+		Slots: []target.ParamType{pAid: aid, pBid: target.Int4, pTid: target.Int4, pDelta: target.Int4},
+		Stmts: []target.Stmt{
+			sBegin:      {Name: "tb_begin", SQL: sqlBegin},
+			sEnd:        {Name: "tb_end", SQL: sqlEnd},
+			sUpdAccount: {Name: "tb_upd_a", SQL: sqlUpdAccount, Params: []int{pDelta, pAid}},
+			sSelAccount: {Name: "tb_sel_a", SQL: sqlSelAccount, Params: []int{pAid}},
+			sUpdTeller:  {Name: "tb_upd_t", SQL: sqlUpdTeller, Params: []int{pDelta, pTid}},
+			sUpdBranch:  {Name: "tb_upd_b", SQL: sqlUpdBranch, Params: []int{pDelta, pBid}},
+			sInsHistory: {Name: "tb_ins_h", SQL: sqlInsHistory, Params: []int{pTid, pBid, pAid, pDelta}},
+		},
 	}
 }
 
-// Worker runs one client's transactions on its own connection.
+// scriptSteps are the statements of a script, in order.
+func scriptSteps(script string) []int {
+	switch script {
+	case ScriptSelectOnly:
+		return []int{sSelAccount}
+	case ScriptSimpleUpdate:
+		return []int{sBegin, sUpdAccount, sSelAccount, sInsHistory, sEnd}
+	default:
+		return []int{sBegin, sUpdAccount, sSelAccount, sUpdTeller, sUpdBranch, sInsHistory, sEnd}
+	}
+}
+
+// Worker runs one client's transactions: it draws the values as pgbench
+// does and runs the script's statements through its session (the
+// target's protocol), retrying serialization failures and deadlocks.
 type Worker struct {
-	o       RunOptions
-	connect Connector
-	// Session: the connection, its cancellation watch, the thread discipline.
-	pgdrv.Session
-	sds    []*pgconn.StatementDescription // per step, of conn
-	rng    *rand.Rand
-	steps  []stmt
-	bigAid bool
+	o     RunOptions
+	sess  target.Session
+	rng   *rand.Rand
+	steps []int
 
 	// the step in progress
 	out workload.Outcome
 	cur int // statement in flight (not used in a pipeline)
-
-	// encoded parameter values, reused for every transaction
-	buf    [nParams][8]byte
-	enc    [nParams][]byte
-	args   [][][]byte // per step: its parameter values
-	binary []int16    // one binary format code, for params and results
-	// protocol messages, built once (the binds hold args)
-	binds    []pgproto3.Bind
-	describe pgproto3.Describe
-	execute  pgproto3.Execute
-	sync     pgproto3.Sync
-	// ROLLBACK after an error, and the replies reader
-	rollbackQ pgproto3.Query
-	replies   pgdrv.Replies
 }
 
-// NewWorker makes a worker and connects it, so set-up failures surface as
-// errors here.
-func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int) (*Worker, error) {
-	var aidOID uint32 = 23
-	big := o.Scale >= BigintScale
-	if big {
-		aidOID = 20
-	}
-	w := &Worker{
-		o: o, connect: connect, rng: gen.NewRand(o.Seed, uint64(id)+1),
-		steps: scriptSteps(o.Script, aidOID), bigAid: big, binary: []int16{1},
-	}
-	for i := range w.enc {
-		w.enc[i] = w.buf[i][:4]
-	}
-	if big {
-		w.enc[pAid] = w.buf[pAid][:8]
-	}
-	w.args = make([][][]byte, len(w.steps))
-	for i, s := range w.steps {
-		a := make([][]byte, len(s.params))
-		for j, p := range s.params {
-			a[j] = w.enc[p]
-		}
-		w.args[i] = a
-	}
-	w.sds = make([]*pgconn.StatementDescription, len(w.steps))
-	w.describe = pgproto3.Describe{ObjectType: 'P'}
-	w.rollbackQ = pgproto3.Query{String: "ROLLBACK"}
-	w.binds = make([]pgproto3.Bind, len(w.steps))
-	for i, s := range w.steps {
-		w.binds[i] = pgproto3.Bind{PreparedStatement: s.name, ParameterFormatCodes: w.binary, Parameters: w.args[i], ResultFormatCodes: w.binary}
-	}
-	if err := w.reconnect(ctx); err != nil {
+// NewWorker makes a worker and connects its session, so set-up failures
+// surface as errors here.
+func NewWorker(ctx context.Context, ss target.Sessions, o RunOptions, id int) (*Worker, error) {
+	w := &Worker{o: o, rng: gen.NewRand(o.Seed, uint64(id)+1), steps: scriptSteps(o.Script)}
+	sess, err := ss.NewSession(ctx, sessionSpec(id, o.Scale >= BigintScale))
+	if err != nil {
 		return nil, err
 	}
-	if w.Direct {
-		// Workers are made one after the other with ids 0..n-1.
-		pgdrv.EnsureProcs(id + 1)
-	}
+	w.sess = sess
 	return w, nil
-}
-
-func (w *Worker) reconnect(ctx context.Context) error {
-	w.Drop()
-	conn, err := w.connect(ctx)
-	if err != nil {
-		return err
-	}
-	for i, s := range w.steps {
-		sd, err := conn.PgConn().Prepare(ctx, s.name, s.sql, s.oids)
-		if err != nil {
-			_ = conn.Close(context.Background())
-			return fmt.Errorf("prepare %s: %w", s.sql, err)
-		}
-		w.sds[i] = sd
-	}
-	// From here on the worker reads the connection itself (Replies):
-	// pgconn must have nothing buffered and no read in progress (a slow
-	// Prepare write starts its background reader, which may still be
-	// waiting in a read).
-	if err := conn.PgConn().SyncConn(ctx); err != nil {
-		_ = conn.Close(context.Background())
-		return fmt.Errorf("sync connection: %w", err)
-	}
-	w.Use(conn)
-	w.replies.Reset()
-	return nil
 }
 
 // Step runs one transaction of the script, retrying serialization failures
@@ -199,19 +140,13 @@ func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 }
 
 // Multiplex makes the worker one of several driven from one thread by the
-// executor (workload.Multiplexed); only a direct connection can be polled.
-func (w *Worker) Multiplex(on bool) bool {
-	if on && !w.Direct {
-		return false
-	}
-	w.Shared = on
-	return true
-}
+// executor (workload.Multiplexed), when its session can be polled.
+func (w *Worker) Multiplex(on bool) bool { return w.sess.Multiplex(on) }
 
 // Begin draws the transaction's values and sends its first round trip.
 func (w *Worker) Begin(ctx context.Context) (workload.Outcome, bool, error) {
 	w.out = workload.Outcome{Op: w.o.Script, Attempts: 1}
-	if !w.Ready(ctx, &w.out, w.reconnect) {
+	if !w.sess.Ready(ctx, &w.out) {
 		return w.out, false, nil
 	}
 	w.draw()
@@ -229,30 +164,17 @@ func (w *Worker) start(ctx context.Context) (workload.Outcome, bool, error) {
 }
 
 // Continue reads the reply of the round trip in flight, then sends the
-// next statement or ends the step.
-//
-// The statements are sent through pgconn's Frontend and their replies read
-// with pgdrv.Replies (which closes the connection on a FATAL error, as
-// pgconn does): the same messages as PgConn.ExecStatement (Bind, a Describe for statements without result
-// columns, Execute, Sync; or one Sync for the whole transaction in a
-// pipeline) without its per-statement set-up: the busy lock, the result
-// reader, the slow-write timer (two timer updates per statement) and a
-// command tag string. The messages are built once per worker: the
-// parameter slices they hold are the ones draw fills. Everything is
-// small enough to fit the socket buffers, so the write cannot dead-lock
-// against an unread reply, which is what pgconn's slow-write timer guards
-// against.
+// next statement or ends the step. The executor calls it when the
+// session's descriptor is readable: the first read need not block.
 func (w *Worker) Continue(ctx context.Context) (workload.Outcome, bool, error) {
-	// The executor calls it when the socket is readable: the first read
-	// need not block (Session.Readable).
-	w.Session.Readable()
+	w.sess.Readable()
 	return w.next(ctx)
 }
 
 // next is Continue for a step driven by its own goroutine (Step), whose
 // read waits for the reply.
 func (w *Worker) next(ctx context.Context) (workload.Outcome, bool, error) {
-	if err := w.receive(); err != nil {
+	if err := w.sess.Receive(); err != nil {
 		return w.failed(ctx, err)
 	}
 	if !w.o.Pipeline && w.cur < len(w.steps)-1 {
@@ -262,34 +184,39 @@ func (w *Worker) next(ctx context.Context) (workload.Outcome, bool, error) {
 		}
 		return w.out, true, nil
 	}
-	w.out.Class, _ = driver.Classify(nil, false, w.out.Attempts)
+	w.out.Class, _ = w.sess.Classify(nil, false, w.out.Attempts)
 	return w.out, false, nil
 }
 
-// Fd is the descriptor of the worker's connection (workload.Multiplexed).
-func (w *Worker) Fd() int { return w.Session.Fd() }
+// Fd is the descriptor of the worker's session (workload.Multiplexed).
+func (w *Worker) Fd() int { return w.sess.Fd() }
+
+// ServerCPU is where the server side of the session last ran
+// (workload.Placed).
+func (w *Worker) ServerCPU() int { return w.sess.ServerCPU() }
 
 // failed handles an error of the round trip in flight: a lost connection
 // ends the step; otherwise the aborted transaction is rolled back and a
 // serialization failure or deadlock is retried with the same values.
 func (w *Worker) failed(ctx context.Context, err error) (workload.Outcome, bool, error) {
-	if w.Lost(ctx, err, w.inCommit(), &w.out) {
+	if w.sess.Lost(ctx, err, w.inCommit(), &w.out) {
 		return w.out, false, nil
 	}
-	code := driver.SQLState(err)
+	_, code := w.sess.Classify(err, false, w.out.Attempts)
 	if w.o.Script != ScriptSelectOnly {
 		// Leave the aborted transaction before anything else.
-		if rerr := w.rollback(); rerr != nil {
-			w.out.Class, w.out.SQLState, w.out.Err = workload.ClassConnError, driver.SQLState(rerr), rerr
+		if rerr := w.sess.Rollback(); rerr != nil {
+			_, rcode := w.sess.Classify(rerr, false, w.out.Attempts)
+			w.out.Class, w.out.SQLState, w.out.Err = workload.ClassConnError, rcode, rerr
 			return w.out, false, nil
 		}
 	}
-	if driver.Retryable(code) && w.out.Attempts < w.o.MaxTries && ctx.Err() == nil {
+	if w.sess.Retryable(code) && w.out.Attempts < w.o.MaxTries && ctx.Err() == nil {
 		w.out.Attempts++
 		return w.start(ctx)
 	}
-	w.out.Class, w.out.SQLState = driver.Classify(err, false, w.out.Attempts)
-	if !driver.Retryable(code) {
+	w.out.Class, w.out.SQLState = w.sess.Classify(err, false, w.out.Attempts)
+	if !w.sess.Retryable(code) {
 		w.out.Class = workload.ClassFailedError
 	}
 	w.out.Err = err
@@ -303,86 +230,34 @@ func (w *Worker) inCommit() bool {
 	if w.o.Pipeline {
 		return w.o.Script != ScriptSelectOnly
 	}
-	return w.cur == len(w.steps)-1 && w.steps[w.cur].sql == sqlEnd
+	return w.cur == len(w.steps)-1 && w.steps[w.cur] == sEnd
 }
 
 // draw picks the transaction's values as pgbench's scripts do: aid with the
 // chosen distribution, bid and tid uniform, delta uniform in [-5000, 5000].
 func (w *Worker) draw() {
 	scale := int64(w.o.Scale)
-	aid := w.o.Dist.Int(w.rng, 1, AccountsPerScale*scale)
-	bid := gen.UniformInt(w.rng, 1, BranchesPerScale*scale)
-	tid := gen.UniformInt(w.rng, 1, TellersPerScale*scale)
-	delta := gen.UniformInt(w.rng, -5000, 5000)
-	if w.bigAid {
-		binary.BigEndian.PutUint64(w.enc[pAid], uint64(aid))
-	} else {
-		binary.BigEndian.PutUint32(w.enc[pAid], uint32(int32(aid)))
-	}
-	binary.BigEndian.PutUint32(w.enc[pBid], uint32(int32(bid)))
-	binary.BigEndian.PutUint32(w.enc[pTid], uint32(int32(tid)))
-	binary.BigEndian.PutUint32(w.enc[pDelta], uint32(int32(delta)))
+	w.sess.SetInt(pAid, w.o.Dist.Int(w.rng, 1, AccountsPerScale*scale))
+	w.sess.SetInt(pBid, gen.UniformInt(w.rng, 1, BranchesPerScale*scale))
+	w.sess.SetInt(pTid, gen.UniformInt(w.rng, 1, TellersPerScale*scale))
+	w.sess.SetInt(pDelta, gen.UniformInt(w.rng, -5000, 5000))
 }
 
 // send sends the round trip of statement cur (all statements in a
-// pipeline) with its Sync.
+// pipeline).
 func (w *Worker) send() error {
-	fe := w.Conn.PgConn().Frontend()
 	if w.o.Pipeline {
-		for i := range w.steps {
-			w.queue(fe, i)
+		for _, s := range w.steps {
+			w.sess.Queue(s)
 		}
 	} else {
-		w.queue(fe, w.cur)
+		w.sess.Queue(w.steps[w.cur])
 	}
-	fe.SendSync(&w.sync)
-	return fe.Flush()
+	return w.sess.Send()
 }
 
-// queue buffers the messages of step i.
-func (w *Worker) queue(fe *pgproto3.Frontend, i int) {
-	fe.SendBind(&w.binds[i])
-	if len(w.sds[i].Fields) == 0 {
-		fe.SendDescribe(&w.describe)
-	}
-	fe.SendExecute(&w.execute)
-}
-
-// receive reads the replies of the round trip in flight up to
-// ReadyForQuery (pgdrv.Replies). It returns the first error the server
-// reported, else a connection error.
-func (w *Worker) receive() error {
-	return w.replies.UntilReady(w.Conn.PgConn())
-}
-
-// rollback leaves an aborted transaction. It is sent and read like the
-// statements (pgconn must not read from the connection: see
-// pgdrv.Replies); the watch set up by Step interrupts it if the Step
-// context is cancelled.
-func (w *Worker) rollback() error {
-	fe := w.Conn.PgConn().Frontend()
-	fe.SendQuery(&w.rollbackQ)
-	err := fe.Flush()
-	if err == nil {
-		err = w.receive()
-	}
-	if err != nil && (driver.IsConnError(err) || w.Conn.IsClosed()) {
-		w.Drop()
-		return err
-	}
-	return nil
-}
-
-// Close closes the connection.
-func (w *Worker) Close() error {
-	w.Unwatch()
-	if w.Conn == nil {
-		return nil
-	}
-	err := w.Conn.Close(context.Background())
-	w.Conn = nil
-	return err
-}
+// Close closes the session.
+func (w *Worker) Close() error { return w.sess.Close() }
 
 // Describe says how the transaction is sent, for the summary.
 func (o RunOptions) Describe() string {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	pgt "github.com/tunebench/tunebench/internal/target/pg"
+
 	"github.com/jackc/pgx/v5"
 	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
 	"github.com/tunebench/tunebench/internal/redact"
@@ -36,7 +38,7 @@ func directDB(t *testing.T) (Connector, func(string) int64) {
 func newTestWorker(t *testing.T, connect Connector, script string, pipeline bool, id int) *Worker {
 	t.Helper()
 	o := RunOptions{Script: script, Scale: 1, Dist: gen.Dist{Kind: gen.Uniform}, MaxTries: 1, Pipeline: pipeline, Seed: 1}
-	w, err := NewWorker(ctxT(t, 30*time.Second), connect, o, id)
+	w, err := NewWorker(ctxT(t, 30*time.Second), pgt.Sessions{Connect: pgt.Connector(connect)}, o, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +70,12 @@ func TestStepAllocations(t *testing.T) {
 	}
 }
 
+// shared reports whether the worker's session is driven with others.
+func shared(w *Worker) bool {
+	m, ok := w.sess.(interface{ Multiplexed() bool })
+	return ok && m.Multiplexed()
+}
+
 // TestMultiplexedSteps drives two workers in pieces from one goroutine, as
 // the executor's multiplexed loop does: Begin both, then Continue whichever
 // connection poll(2) says is readable. Every transaction commits and the
@@ -76,8 +84,8 @@ func TestMultiplexedSteps(t *testing.T) {
 	connect, q := directDB(t)
 	ws := []*Worker{newTestWorker(t, connect, ScriptTPCB, false, 0), newTestWorker(t, connect, ScriptTPCB, false, 1)}
 	for _, w := range ws {
-		if !w.Multiplex(true) || !w.Shared || w.Fd() < 0 {
-			t.Fatalf("a direct worker refused multiplexing (shared %v fd %d)", w.Shared, w.Fd())
+		if !w.Multiplex(true) || !shared(w) || w.Fd() < 0 {
+			t.Fatalf("a direct worker refused multiplexing (shared %v fd %d)", shared(w), w.Fd())
 		}
 	}
 	ctx := context.Background()
@@ -137,7 +145,7 @@ func TestMultiplexedSteps(t *testing.T) {
 		t.Error("balances do not match the history")
 	}
 	// Switched back, the worker steps on its own again.
-	if !ws[0].Multiplex(false) || ws[0].Shared {
+	if !ws[0].Multiplex(false) || shared(ws[0]) {
 		t.Error("Multiplex(false)")
 	}
 	if o, err := ws[0].Step(ctx); err != nil || o.Class != workload.ClassOK {

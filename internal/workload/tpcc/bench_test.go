@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	pgt "github.com/tunebench/tunebench/internal/target/pg"
+
 	"github.com/jackc/pgx/v5"
 
 	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
@@ -153,7 +155,7 @@ func benchOnce(t *testing.T, srv *server.Server, admin *pgx.Conn, tmpl, db, mode
 	res, err := run.Execute(ctx, run.Config{Workers: vusers, Duration: duration, Warmup: rampup, Seed: 1,
 		OnMeasureStart: readNext(&before), OnMeasureEnd: readNext(&after)},
 		func(ctx context.Context, id int) (workload.Worker, error) {
-			return NewWorker(ctx, target.Connect, o, id, nil)
+			return NewWorker(ctx, pgt.Sessions{Connect: target.Connect}, o, id, nil)
 		})
 	if err != nil {
 		t.Fatal(err)

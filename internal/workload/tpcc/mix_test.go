@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tunebench/tunebench/internal/target"
+
 	"github.com/tunebench/tunebench/internal/workload/gen"
 )
 
@@ -324,34 +326,56 @@ func TestRenderTemplates(t *testing.T) {
 	}
 }
 
-func TestParamEncoding(t *testing.T) {
-	w := &Worker{}
-	for i := range w.arrs {
-		w.arrs[i] = make([]byte, 0, 8)
-	}
-	w.setCents(pAmount, 100)
-	if string(w.vals[pAmount]) != "1.00" {
-		t.Errorf("100 cents: %q", w.vals[pAmount])
-	}
-	w.setCents(pAmount, 500000)
-	if string(w.vals[pAmount]) != "5000.00" {
-		t.Errorf("500000 cents: %q", w.vals[pAmount])
-	}
-	w.setCents(pAmount, 123405)
-	if string(w.vals[pAmount]) != "1234.05" {
-		t.Errorf("123405 cents: %q", w.vals[pAmount])
+// recordSession keeps what a worker sets in its session's slots.
+type recordSession struct {
+	target.Session
+	text  map[int]string
+	null  map[int]bool
+	ints  map[int]int64
+	array map[int][]int32
+}
+
+func (r *recordSession) SetText(slot int, b []byte) { r.text[slot], r.null[slot] = string(b), false }
+func (r *recordSession) SetNull(slot int)           { r.null[slot] = true }
+func (r *recordSession) SetInt(slot int, v int64)   { r.ints[slot] = v }
+func (r *recordSession) SetIntArray(slot int, vs []int32) {
+	r.array[slot] = append([]int32(nil), vs...)
+}
+
+// TestParamValues: amounts go as numeric text, a customer by id has a NULL
+// last name, by name the name of its number (the session encodes them).
+func TestParamValues(t *testing.T) {
+	rs := &recordSession{text: map[int]string{}, null: map[int]bool{}, ints: map[int]int64{}, array: map[int][]int32{}}
+	w := &Worker{sess: rs}
+	for cents, want := range map[int]string{100: "1.00", 500000: "5000.00", 123405: "1234.05", 7: "0.07"} {
+		w.setCents(pAmount, cents)
+		if rs.text[int(pAmount)] != want {
+			t.Errorf("%d cents: %q, want %q", cents, rs.text[int(pAmount)], want)
+		}
 	}
 	w.setLastName(false, 5)
-	if w.vals[pCLast] != nil {
+	if !rs.null[int(pCLast)] {
 		t.Error("by id: c_last not NULL")
 	}
 	w.setLastName(true, 371)
-	if string(w.vals[pCLast]) != "PRICALLYOUGHT" {
-		t.Errorf("c_last %q", w.vals[pCLast])
+	if rs.null[int(pCLast)] || rs.text[int(pCLast)] != "PRICALLYOUGHT" {
+		t.Errorf("c_last %q", rs.text[int(pCLast)])
 	}
-	w.setIntArray(pItems, 0, []int32{7, 100001})
-	want := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7, 0, 0, 0, 4, 0, 1, 0x86, 0xa1}
-	if string(w.vals[pItems]) != string(want) {
-		t.Errorf("int4[] encoding % x, want % x", w.vals[pItems], want)
+	w.setIntArray(pItems, []int32{7, 100001})
+	if a := rs.array[int(pItems)]; len(a) != 2 || a[0] != 7 || a[1] != 100001 {
+		t.Errorf("items %v", a)
+	}
+	// Every parameter has a slot of its kind's type.
+	w.buildStmts()
+	spec := w.sessionSpec()
+	for p, d := range paramDefs {
+		if spec.Slots[p] != slotTypes[d.kind] {
+			t.Errorf("param %s: slot type %d", d.name, spec.Slots[p])
+		}
+	}
+	for i, st := range spec.Stmts {
+		if w.prepared[i].idx != i || st.Name != w.prepared[i].name || len(st.Params) != len(w.prepared[i].params) {
+			t.Errorf("statement %d: %+v", i, st)
+		}
 	}
 }

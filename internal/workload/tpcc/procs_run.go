@@ -1,7 +1,5 @@
 package tpcc
 
-import "github.com/tunebench/tunebench/internal/driver"
-
 // procsAttempt runs the drawn transaction as one call of its function, in
 // autocommit: the call is the transaction, one round trip. A call that
 // writes (New-Order, Payment, Delivery) and loses its connection has an
@@ -13,7 +11,7 @@ func (w *Worker) procsAttempt(t txnType) (abort bool, err error, inCommit bool) 
 		w.setNewOrder()
 		w.queue(s.procNO)
 		err := w.roundTrip()
-		if err != nil && driver.SQLState(err) == SQLStateItemNotFound {
+		if _, code := w.sess.Classify(err, false, 1); err != nil && code == SQLStateItemNotFound {
 			return true, nil, false
 		}
 		return false, err, true
@@ -37,7 +35,7 @@ func (w *Worker) procsAttempt(t txnType) (abort bool, err error, inCommit bool) 
 		if err := w.roundTrip(); err != nil {
 			return false, err, true
 		}
-		w.delivered = int(w.res[0].v[0])
+		w.delivered = int(w.val(0, 0))
 		return false, nil, false
 	default:
 		w.setStockLevel()

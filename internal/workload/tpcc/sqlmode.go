@@ -56,7 +56,7 @@ func (w *Worker) sqlAttempt(t txnType) (abort bool, err error, inCommit bool) {
 		if err := w.roundTrip(); err != nil {
 			return false, err, true
 		}
-		w.delivered = int(w.res[1].v[0])
+		w.delivered = int(w.val(1, 0))
 		return false, nil, false
 	default:
 		w.setStockLevel()
@@ -76,19 +76,19 @@ func (w *Worker) sqlNewOrder() (abort bool, err error, inCommit bool) {
 	if err := w.roundTrip(); err != nil {
 		return false, err, false
 	}
-	if w.res[1].rows != 1 || w.res[2].rows != 1 {
+	if w.rows(1) != 1 || w.rows(2) != 1 {
 		w.queue(s.rollback)
 		if err := w.roundTrip(); err != nil {
 			return false, err, false
 		}
 		return false, fmt.Errorf("new_order: warehouse %d district %d customer %d: %w", in.w, in.d, in.c, errUnexpected), false
 	}
-	if int(w.res[3].v[0]) < in.n {
+	if int(w.val(3, 0)) < in.n {
 		// Item not found (clause 2.4.2.3): roll back.
 		w.queue(s.rollback)
 		return true, w.roundTrip(), false
 	}
-	w.setInt(pOID, int(w.res[1].v[1]))
+	w.setInt(pOID, int(w.val(1, 1)))
 	w.queue(s.noOrder)
 	w.queue(s.noLines)
 	w.queue(s.commit)
@@ -100,8 +100,8 @@ func (w *Worker) sqlNewOrder() (abort bool, err error, inCommit bool) {
 
 // expectRows checks that statement i of the last round trip returned n rows.
 func (w *Worker) expectRows(op string, i, n int) error {
-	if w.res[i].rows != n {
-		return fmt.Errorf("%s: %d rows instead of %d: %w", op, w.res[i].rows, n, errUnexpected)
+	if w.rows(i) != n {
+		return fmt.Errorf("%s: %d rows instead of %d: %w", op, w.rows(i), n, errUnexpected)
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (w *Worker) expectRows(op string, i, n int) error {
 // expectSomeRows checks that statement i of the last round trip returned
 // rows.
 func (w *Worker) expectSomeRows(op string, i int) error {
-	if w.res[i].rows == 0 {
+	if w.rows(i) == 0 {
 		return fmt.Errorf("%s: no rows: %w", op, errUnexpected)
 	}
 	return nil
@@ -122,9 +122,9 @@ func (w *Worker) setNewOrder() {
 	w.setInt(pW, in.w)
 	w.setInt(pD, in.d)
 	w.setInt(pC, in.c)
-	w.setIntArray(pItems, 0, in.items[:in.n])
-	w.setIntArray(pSupply, 1, in.supply[:in.n])
-	w.setIntArray(pQty, 2, in.qty[:in.n])
+	w.setIntArray(pItems, in.items[:in.n])
+	w.setIntArray(pSupply, in.supply[:in.n])
+	w.setIntArray(pQty, in.qty[:in.n])
 }
 
 func (w *Worker) setPayment() {

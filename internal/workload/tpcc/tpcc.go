@@ -6,8 +6,6 @@
 // inline); results are "TPC-C-like", never TPC-C results.
 package tpcc
 
-import "github.com/tunebench/tunebench/internal/workload"
-
 // Population sizes per warehouse (clause 1.2.1, 4.3.3.1).
 const (
 	DistrictsPerWarehouse = 10
@@ -33,16 +31,4 @@ const (
 // Ops lists the operations in display order.
 func Ops() []string {
 	return []string{OpNewOrder, OpPayment, OpOrderStatus, OpDelivery, OpStockLevel}
-}
-
-// Workload is the registry entry.
-type Workload struct{}
-
-// Meta describes the workload.
-func (Workload) Meta() workload.Meta {
-	return workload.Meta{
-		Name:        "tpcc",
-		Description: "TPC-C-like OLTP workload, HammerDB TPROC-C style (NOPM, TPM; procs and sql modes)",
-		Version:     "1",
-	}
 }

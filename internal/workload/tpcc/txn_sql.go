@@ -65,12 +65,8 @@ var paramDefs = [numParams]struct {
 	pThreshold: {"threshold", kInt},
 }
 
-// Type OIDs and SQL type names of the kinds.
-var (
-	kindOID    = [...]uint32{kInt: 23, kIntArray: 1007, kNumeric: 1700, kText: 25}
-	kindSQL    = [...]string{kInt: "int", kIntArray: "int[]", kNumeric: "numeric", kText: "text"}
-	kindFormat = [...]int16{kInt: 1, kIntArray: 1, kNumeric: 0, kText: 0}
-)
+// SQL type names of the kinds (the PL/pgSQL functions' arguments).
+var kindSQL = [...]string{kInt: "int", kIntArray: "int[]", kNumeric: "numeric", kText: "text"}
 
 func paramByName(name string) (param, bool) {
 	for i, p := range paramDefs {
@@ -137,19 +133,12 @@ type stmt struct {
 	name   string
 	sql    string
 	params []param
-	oids   []uint32
-	fmts   []int16 // parameter format codes, one per parameter
+	idx    int // in the session's statements
 }
 
 func newStmt(name, tmpl string) *stmt {
 	sql, ps := positional(tmpl)
-	s := &stmt{name: name, sql: sql, params: ps}
-	for _, p := range ps {
-		k := paramDefs[p].kind
-		s.oids = append(s.oids, kindOID[k])
-		s.fmts = append(s.fmts, kindFormat[k])
-	}
-	return s
+	return &stmt{name: name, sql: sql, params: ps}
 }
 
 // plainStmt is a statement without parameters (BEGIN, COMMIT, ...).

@@ -2,19 +2,13 @@ package tpcc
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
-
-	"github.com/tunebench/tunebench/internal/driver"
-	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/gen"
 )
@@ -82,25 +76,13 @@ func (o RunOptions) Describe() string {
 	return s
 }
 
-// result is what the worker keeps of one statement's reply: its row count
-// and the first two columns of its first row when they are 4-byte binary
-// values (int4).
-type result struct {
-	rows int
-	v    [2]int32
-}
-
-// maxPipeline bounds the statements of one round trip.
-const maxPipeline = 8
-
-// Worker is one virtual user: its own connection, deck, home warehouse and
-// random streams. It implements workload.Worker.
+// Worker is one virtual user: its own session (connection and prepared
+// statements, in the target's protocol), deck, home warehouse and random
+// streams. It implements workload.Worker.
 type Worker struct {
-	o       RunOptions
-	id      int
-	connect Connector
-	// Session: the connection, its cancellation watch, the thread discipline.
-	pgdrv.Session
+	o     RunOptions
+	id    int
+	sess  target.Session
 	audit *auditShard
 	term  *terminal
 	deck  *deck
@@ -115,21 +97,7 @@ type Worker struct {
 
 	st       stmts
 	prepared []*stmt // all of st, prepared on every connection
-
-	// encoded parameter values (nil = NULL), and their buffers
-	vals  [numParams][]byte
-	ints  [numParams][4]byte
-	arrs  [3][]byte // pItems, pSupply, pQty
-	texts [numParams][]byte
-
-	// protocol messages, reused
-	args    [][]byte
-	bind    pgproto3.Bind
-	execute pgproto3.Execute
-	sync    pgproto3.Sync
-	fmtBin  []int16
-	queued  int
-	res     [maxPipeline]result
+	text     []byte  // scratch for text parameters
 
 	delivered int // districts delivered by the last Delivery
 
@@ -149,36 +117,60 @@ type stmts struct {
 }
 
 // NewWorker makes the worker of virtual user id (0-based, the executor's
-// worker id) and connects it, so set-up failures surface here. audit may be
-// nil. With --mode procs the functions must be installed (InstallProcs).
-func NewWorker(ctx context.Context, connect Connector, o RunOptions, id int, audit *Audit) (*Worker, error) {
+// worker id) and connects its session, so set-up failures surface here.
+// audit may be nil. With --mode procs the functions must be installed
+// (InstallProcs).
+func NewWorker(ctx context.Context, ss target.Sessions, o RunOptions, id int, audit *Audit) (*Worker, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	inputs := gen.NewRand(o.Seed, uint64(id)+1)
 	w := &Worker{
-		o: o, id: id, connect: connect,
-		audit:  audit.shard(o.Warehouses),
-		term:   newTerminal(o, id, inputs),
-		deck:   newDeck(gen.NewRand(o.Seed, uint64(id)+1+1<<32)),
-		aux:    gen.NewRand(o.Seed, uint64(id)+1+2<<32),
-		fmtBin: []int16{1},
-		args:   make([][]byte, 0, 8),
-	}
-	for i := range w.arrs {
-		w.arrs[i] = make([]byte, 0, 20+8*(MaxOrderLines+1))
+		o: o, id: id,
+		audit: audit.shard(o.Warehouses),
+		term:  newTerminal(o, id, inputs),
+		deck:  newDeck(gen.NewRand(o.Seed, uint64(id)+1+1<<32)),
+		aux:   gen.NewRand(o.Seed, uint64(id)+1+2<<32),
+		text:  make([]byte, 0, 32),
 	}
 	w.timer = time.NewTimer(time.Hour)
 	w.timer.Stop()
 	w.buildStmts()
-	if err := w.reconnect(ctx); err != nil {
+	sess, err := ss.NewSession(ctx, w.sessionSpec())
+	if err != nil {
+		var coded interface{ SQLState() string }
+		if w.o.Mode == ModeProcs && errors.As(err, &coded) && coded.SQLState() == "42883" { // undefined function
+			return nil, errs.Wrap(errs.KindUsage, err, "the functions are installed by `tunebench run tpcc --mode procs` (InstallProcs)",
+				"the tpcc PL/pgSQL functions are missing")
+		}
 		return nil, err
 	}
-	if w.Direct {
-		// Workers are made one after the other with ids 0..n-1.
-		pgdrv.EnsureProcs(id + 1)
-	}
+	w.sess = sess
 	return w, nil
+}
+
+// slotTypes are the session's slot types of the parameter kinds.
+var slotTypes = [...]target.ParamType{kInt: target.Int4, kIntArray: target.Int4Array, kNumeric: target.Numeric, kText: target.Text}
+
+// sessionSpec declares the parameters (one slot each) and the statements;
+// every connection starts at the run's isolation level (autocommit calls,
+// Order-Status and Stock-Level run at the session's default; sql mode's
+// BEGIN names it too).
+func (w *Worker) sessionSpec() *target.SessionSpec {
+	spec := &target.SessionSpec{ID: w.id, Slots: make([]target.ParamType, numParams),
+		Setup: []string{"SET default_transaction_isolation = '" + isolationSQL[w.o.Isolation] + "'"}}
+	for p, d := range paramDefs {
+		spec.Slots[p] = slotTypes[d.kind]
+	}
+	for i, st := range w.prepared {
+		st.idx = i
+		ts := target.Stmt{Name: st.name, SQL: st.sql}
+		for _, p := range st.params {
+			ts.Params = append(ts.Params, int(p))
+		}
+		spec.Stmts = append(spec.Stmts, ts)
+	}
+	return spec
 }
 
 func (w *Worker) buildStmts() {
@@ -212,38 +204,12 @@ func (w *Worker) buildStmts() {
 	w.prepared = all
 }
 
-func (w *Worker) reconnect(ctx context.Context) error {
-	w.Drop()
-	conn, err := w.connect(ctx)
-	if err != nil {
-		return err
-	}
-	// Autocommit statements (procs calls, Order-Status, Stock-Level) run at
-	// the session's default level; sql mode's BEGIN names it too.
-	if _, err := conn.Exec(ctx, "SET default_transaction_isolation = '"+isolationSQL[w.o.Isolation]+"'"); err != nil {
-		_ = conn.Close(context.Background())
-		return fmt.Errorf("setting the isolation level: %w", err)
-	}
-	for _, s := range w.prepared {
-		if _, err := conn.PgConn().Prepare(ctx, s.name, s.sql, s.oids); err != nil {
-			_ = conn.Close(context.Background())
-			if w.o.Mode == ModeProcs && driver.SQLState(err) == "42883" { // undefined function
-				return errs.Wrap(errs.KindUsage, err, "the functions are installed by `tunebench run tpcc --mode procs` (InstallProcs)",
-					"the tpcc PL/pgSQL functions are missing")
-			}
-			return fmt.Errorf("prepare %s: %w", s.name, err)
-		}
-	}
-	w.Use(conn)
-	return nil
-}
-
 // Step runs the next transaction of the deck. Serialization failures and
 // deadlocks are retried with the same inputs, after a short jittered pause,
 // up to MaxTries.
 func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 	out := workload.Outcome{Op: w.deck.peek().String(), Attempts: 1}
-	if !w.Ready(ctx, &out, w.reconnect) {
+	if !w.sess.Ready(ctx, &out) {
 		return out, nil
 	}
 	// Deal the card only now: a transaction that could not even start
@@ -256,29 +222,30 @@ func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 	for {
 		abort, err, inCommit := w.attempt(t)
 		if err == nil {
-			out.Class, _ = driver.Classify(nil, false, out.Attempts)
+			out.Class, _ = w.sess.Classify(nil, false, out.Attempts)
 			if abort {
 				out.Class = workload.ClassUserAbort
 			}
 			w.record(t, out.Class)
 			return out, nil
 		}
-		if w.Lost(ctx, err, inCommit, &out) {
+		if w.sess.Lost(ctx, err, inCommit, &out) {
 			return out, nil
 		}
-		code := driver.SQLState(err)
+		_, code := w.sess.Classify(err, false, out.Attempts)
 		// Leave an aborted transaction before anything else.
 		if rerr := w.leaveTx(); rerr != nil {
-			out.Class, out.SQLState, out.Err = workload.ClassConnError, driver.SQLState(rerr), rerr
+			_, rcode := w.sess.Classify(rerr, false, out.Attempts)
+			out.Class, out.SQLState, out.Err = workload.ClassConnError, rcode, rerr
 			return out, nil
 		}
-		if driver.Retryable(code) && out.Attempts < w.o.MaxTries && ctx.Err() == nil {
+		if w.sess.Retryable(code) && out.Attempts < w.o.MaxTries && ctx.Err() == nil {
 			w.backoff(ctx, out.Attempts)
 			out.Attempts++
 			continue
 		}
-		out.Class, out.SQLState = driver.Classify(err, false, out.Attempts)
-		if !driver.Retryable(code) {
+		out.Class, out.SQLState = w.sess.Classify(err, false, out.Attempts)
+		if !w.sess.Retryable(code) {
 			out.Class = workload.ClassFailedError
 		}
 		out.Err = err
@@ -302,16 +269,10 @@ func (w *Worker) backoff(ctx context.Context, tries int) {
 
 // leaveTx rolls back the transaction left open by a failed attempt, if any.
 func (w *Worker) leaveTx() error {
-	if w.Conn.PgConn().TxStatus() == 'I' {
+	if !w.sess.InTx() {
 		return nil
 	}
-	w.queue(w.st.rollback)
-	err := w.roundTrip()
-	if err != nil && (driver.IsConnError(err) || w.Conn.IsClosed()) {
-		w.Drop()
-		return err
-	}
-	return nil
+	return w.sess.Rollback()
 }
 
 // draw picks the inputs of a transaction of type t.
@@ -377,127 +338,53 @@ func (w *Worker) record(t txnType, class workload.OutcomeClass) {
 	}
 }
 
-// Parameter encoding. Values are encoded into the worker's buffers; vals
-// points at them.
+// Parameters: one session slot per param; the session encodes them.
 
-func (w *Worker) setInt(p param, v int) {
-	binary.BigEndian.PutUint32(w.ints[p][:], uint32(int32(v)))
-	w.vals[p] = w.ints[p][:]
-}
+func (w *Worker) setInt(p param, v int) { w.sess.SetInt(int(p), int64(v)) }
 
-// setIntArray encodes a one-dimensional int4[] without NULLs in binary:
-// ndim, has-null flag, element type, then length and lower bound, then
-// each element as length and value.
-func (w *Worker) setIntArray(p param, slot int, vs []int32) {
-	b := w.arrs[slot][:0]
-	b = binary.BigEndian.AppendUint32(b, 1)
-	b = binary.BigEndian.AppendUint32(b, 0)
-	b = binary.BigEndian.AppendUint32(b, kindOID[kInt])
-	b = binary.BigEndian.AppendUint32(b, uint32(len(vs)))
-	b = binary.BigEndian.AppendUint32(b, 1)
-	for _, v := range vs {
-		b = binary.BigEndian.AppendUint32(b, 4)
-		b = binary.BigEndian.AppendUint32(b, uint32(v))
-	}
-	w.arrs[slot] = b
-	w.vals[p] = b
-}
+func (w *Worker) setIntArray(p param, vs []int32) { w.sess.SetIntArray(int(p), vs) }
 
-// setCents encodes an amount in cents as numeric text ("1234.05").
+// setCents sets an amount in cents as numeric text ("1234.05").
 func (w *Worker) setCents(p param, cents int) {
-	b := strconv.AppendInt(w.texts[p][:0], int64(cents/100), 10)
+	b := strconv.AppendInt(w.text[:0], int64(cents/100), 10)
 	b = append(b, '.', byte('0'+cents%100/10), byte('0'+cents%10))
-	w.texts[p] = b
-	w.vals[p] = b
+	w.text = b
+	w.sess.SetText(int(p), b)
 }
 
-// setLastName encodes the last name of number num, or NULL when !byName.
+// setLastName sets the last name of number num, or NULL when !byName.
 func (w *Worker) setLastName(byName bool, num int) {
 	if !byName {
-		w.vals[pCLast] = nil
+		w.sess.SetNull(int(pCLast))
 		return
 	}
-	b := AppendLastName(w.texts[pCLast][:0], num)
-	w.texts[pCLast] = b
-	w.vals[pCLast] = b
+	w.text = AppendLastName(w.text[:0], num)
+	w.sess.SetText(int(pCLast), w.text)
 }
 
-// Protocol: the statements go through pgconn's wire protocol layer, as in
-// the tpcb worker (see its attempt): Bind and Execute per statement, one
-// Sync per round trip, messages built once per worker.
+// queue adds s to the round trip.
+func (w *Worker) queue(s *stmt) { w.sess.Queue(s.idx) }
 
-// queue buffers the Bind and Execute of s with the current values.
-func (w *Worker) queue(s *stmt) {
-	w.args = w.args[:0]
-	for _, p := range s.params {
-		w.args = append(w.args, w.vals[p])
-	}
-	w.bind = pgproto3.Bind{PreparedStatement: s.name, ParameterFormatCodes: s.fmts, Parameters: w.args, ResultFormatCodes: w.fmtBin}
-	fe := w.Conn.PgConn().Frontend()
-	fe.SendBind(&w.bind)
-	fe.SendExecute(&w.execute)
-	w.queued++
-}
-
-// roundTrip sends the queued statements and a Sync, and reads the replies
-// up to ReadyForQuery into w.res (one per statement, in order). It returns
-// the first error the server reported, else a connection error.
+// roundTrip sends the queued statements and reads their replies; rows and
+// val then give each statement's result. It returns the first error the
+// server reported, else a connection error.
 func (w *Worker) roundTrip() error {
-	pc := w.Conn.PgConn()
-	fe := pc.Frontend()
-	n := w.queued
-	w.queued = 0
-	for i := 0; i < n; i++ {
-		w.res[i] = result{}
-	}
-	fe.SendSync(&w.sync)
-	if err := fe.Flush(); err != nil {
+	if err := w.sess.Send(); err != nil {
 		return err
 	}
-	var first error
-	i := 0
-	for {
-		// context.Background(): see watch.
-		msg, err := pc.ReceiveMessage(context.Background())
-		if err != nil {
-			return err
-		}
-		switch m := msg.(type) {
-		case *pgproto3.DataRow:
-			if i < n {
-				r := &w.res[i]
-				r.rows++
-				if r.rows == 1 {
-					for k := 0; k < len(m.Values) && k < len(r.v); k++ {
-						if len(m.Values[k]) == 4 {
-							r.v[k] = int32(binary.BigEndian.Uint32(m.Values[k]))
-						}
-					}
-				}
-			}
-		case *pgproto3.CommandComplete, *pgproto3.EmptyQueryResponse:
-			i++
-		case *pgproto3.ErrorResponse:
-			if first == nil {
-				first = pgconn.ErrorResponseToPgError(m)
-			}
-		case *pgproto3.ReadyForQuery:
-			return first
-		}
-	}
+	return w.sess.Receive()
 }
+
+// rows is the row count of statement i of the last round trip.
+func (w *Worker) rows(i int) int { return w.sess.Rows(i) }
+
+// val is column col (0 or 1) of the first row of statement i of the last
+// round trip, when an int4.
+func (w *Worker) val(i, col int) int32 { return w.sess.Int(i, col) }
 
 // errUnexpected reports a reply that does not fit the data (a database not
 // loaded by tunebench, or changed since).
 var errUnexpected = errors.New("unexpected reply")
 
-// Close closes the connection.
-func (w *Worker) Close() error {
-	w.Unwatch()
-	if w.Conn == nil {
-		return nil
-	}
-	err := w.Conn.Close(context.Background())
-	w.Conn = nil
-	return err
-}
+// Close closes the session.
+func (w *Worker) Close() error { return w.sess.Close() }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	pgt "github.com/tunebench/tunebench/internal/target/pg"
+
 	"github.com/tunebench/tunebench/internal/run"
 	"github.com/tunebench/tunebench/internal/workload"
 )
@@ -32,7 +34,9 @@ func TestSerializableStress(t *testing.T) {
 			a := NewAudit()
 			connect := testConnector(t, db)
 			res, err := run.Execute(ctxT(t, time.Minute), run.Config{Workers: o.VUsers, Duration: 3 * time.Second, Seed: 1},
-				func(ctx context.Context, id int) (workload.Worker, error) { return NewWorker(ctx, connect, o, id, a) })
+				func(ctx context.Context, id int) (workload.Worker, error) {
+					return NewWorker(ctx, pgt.Sessions{Connect: pgt.Connector(connect)}, o, id, a)
+				})
 			if err != nil {
 				t.Fatalf("Execute: %v", err)
 			}

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	pgt "github.com/tunebench/tunebench/internal/target/pg"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tunebench/tunebench/internal/workload"
@@ -28,7 +31,7 @@ func newTestWorker(t testing.TB, db string, o RunOptions, id int, a *Audit) *Wor
 			t.Fatalf("InstallProcs: %v", err)
 		}
 	}
-	w, err := NewWorker(ctx, testConnector(t, db), o, id, a)
+	w, err := NewWorker(ctx, pgt.Sessions{Connect: pgt.Connector(testConnector(t, db))}, o, id, a)
 	if err != nil {
 		t.Fatalf("NewWorker: %v", err)
 	}
@@ -189,8 +192,8 @@ func TestRollbackLeavesNoTrace(t *testing.T) {
 				if err != nil || !abort {
 					t.Fatalf("attempt: abort %v, err %v; want a rollback", abort, err)
 				}
-				if st := w.Conn.PgConn().TxStatus(); st != 'I' {
-					t.Fatalf("transaction status %c after the rollback", st)
+				if w.sess.InTx() {
+					t.Fatalf("still in a transaction after the rollback")
 				}
 			}
 			if after := state(); after != before {
@@ -274,6 +277,11 @@ func TestStepAllocations(t *testing.T) {
 	}
 }
 
+// pgConn is the worker's connection (nil when it has none).
+func pgConn(w *Worker) *pgconn.PgConn {
+	return w.sess.(interface{ PgConn() *pgconn.PgConn }).PgConn()
+}
+
 // TestReconnect kills the worker's backend: the next Step reports a
 // connection error (or an ambiguous commit), the one after reconnects.
 func TestReconnect(t *testing.T) {
@@ -282,7 +290,7 @@ func TestReconnect(t *testing.T) {
 	for _, mode := range []string{ModeProcs, ModeSQL} {
 		w := newTestWorker(t, db, runOpts(1, mode), 0, nil)
 		stepN(t, w, 3)
-		pid := w.Conn.PgConn().PID()
+		pid := pgConn(w).PID()
 		qExec(t, admin, "select pg_terminate_backend($1)", pid)
 		time.Sleep(50 * time.Millisecond)
 		o, err := w.Step(context.Background())
@@ -292,11 +300,11 @@ func TestReconnect(t *testing.T) {
 		if o.Class != workload.ClassConnError && o.Class != workload.ClassAmbiguousCommit {
 			t.Fatalf("%s: after the kill: %s %v", mode, o.Class, o.Err)
 		}
-		if w.Conn != nil {
+		if pgConn(w) != nil {
 			t.Fatalf("%s: the dead connection is kept", mode)
 		}
 		stepN(t, w, 2*DeckSize)
-		if w.Conn.PgConn().PID() == pid {
+		if pgConn(w).PID() == pid {
 			t.Fatalf("%s: same backend after reconnect", mode)
 		}
 	}

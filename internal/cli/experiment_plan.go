@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/experiment"
+)
+
+// printPlan is the dry run: the schedule as a table and the estimate.
+func printPlan(s *State, p *experiment.Plan, todo func(int) bool, seedChosen bool, note string) {
+	spec := p.Spec()
+	nx := len(p.XValues)
+	counted := p.Counted()
+	s.printf("experiment %s: workload %s, %d configuration(s) x %d %s value(s) x %d repetition(s) = %d runs",
+		p.Name, p.Workload, len(p.Configs), nx, orDash(p.XAxis), p.Repetitions, counted)
+	if w := len(p.Runs) - counted; w > 0 {
+		s.printf(" + %d warm-up runs", w)
+	}
+	s.printf("\n")
+	if p.Description != "" {
+		s.printf("  %s\n", p.Description)
+	}
+	switch {
+	case spec.Target.DSN != "":
+		s.printf("target: %s, database %s\n", spec.Target.DSN, p.Database)
+	case spec.Target.Managed.Dir != "":
+		s.printf("target: managed server in %s, database %s\n", spec.Target.Managed.Dir, p.Database)
+	case len(p.Configs) > 0 && p.Configs[0].DataDir != "":
+		s.printf("target: a managed server per data_dir value, database %s\n", p.Database)
+	default:
+		s.printf("target: a managed server in a temporary directory, database %s\n", p.Database)
+	}
+	if len(p.BaseSettings) > 0 {
+		s.printf("base settings: %s\n", experiment.SettingsText(p.BaseSettings))
+	}
+	order := p.Order
+	if p.Order != experiment.OrderSequential {
+		order += fmt.Sprintf(" (seed %d)", p.Seed)
+	}
+	reset := "none (runs share the data)"
+	if p.Reset == experiment.ResetTemplate {
+		reset = "template copy before every run"
+		if p.ResetEvery == experiment.ResetEveryConfiguration {
+			reset = "template copy before each configuration's first run"
+		}
+	}
+	s.printf("order: %s; reset: %s; cool-down: %s\n", order, reset, time.Duration(p.CooldownS*float64(time.Second)))
+	s.printf("baseline: %s\n", p.Baseline)
+	if note != "" {
+		s.printf("%s\n", note)
+	}
+	s.printf("\n")
+
+	// Runs as a table; the other steps as notes between them.
+	steps := p.Schedule(todo)
+	type line struct {
+		note  string
+		cells [5]string
+	}
+	var lines []line
+	for _, st := range steps {
+		switch st.Kind {
+		case experiment.StepRun:
+			r := p.Runs[st.Run]
+			kind := fmt.Sprintf("rep %d", r.Repetition)
+			if r.Warmup {
+				kind = fmt.Sprintf("warm-up %d", r.Repetition)
+			}
+			est := st.Estimate.Round(time.Second).String()
+			if st.Unknown {
+				est = ">" + est
+			}
+			lines = append(lines, line{cells: [5]string{strconv.Itoa(st.Run + 1), r.Label, p.FormatX(r.X), kind, est}})
+		case experiment.StepReset, experiment.StepCooldown:
+		default:
+			lines = append(lines, line{note: fmt.Sprintf("-- %s (%s)", p.DescribeStep(st), st.Estimate.Round(time.Second))})
+		}
+	}
+	head := [5]string{"#", "CONFIGURATION", strings.ToUpper(orDash(p.XAxis)), "RUN", "EST"}
+	var w [5]int
+	for _, l := range append([]line{{cells: head}}, lines...) {
+		for i, c := range l.cells {
+			w[i] = max(w[i], len(c))
+		}
+	}
+	row := func(c [5]string) {
+		s.printf("%*s  %-*s  %*s  %-*s  %*s\n", w[0], c[0], w[1], c[1], w[2], c[2], w[3], c[3], w[4], c[4])
+	}
+	row(head)
+	for _, l := range lines {
+		if l.note != "" {
+			s.printf("%*s  %s\n", w[0], "", l.note)
+			continue
+		}
+		row(l.cells)
+	}
+	e := p.EstimateFor(todo)
+	bound := ""
+	if e.LowerBound {
+		bound = "at least "
+	}
+	s.printf("\nestimate: %s%s = runs %s (%d) + warm-up runs %s (%d) + cool-downs %s (%d) + resets %s (%d) + loads %s (%d) + settings %s (%d restarts, %d reloads) + servers %s\n",
+		bound, e.Total(), secs(e.RunsS), e.Runs, secs(e.WarmupRunsS), e.WarmupRuns, secs(e.CooldownS), e.Cooldowns,
+		secs(e.ResetsS), e.Resets, secs(e.LoadsS), e.Loads, secs(e.SettingsS), e.Restarts, e.Reloads, secs(e.ServersS))
+	if seedChosen && p.Order != experiment.OrderSequential {
+		s.printf("the file has no seed: a run picks a new one (add `seed: %d` to run this order)\n", p.Seed)
+	}
+}
+
+func secs(v float64) string {
+	return time.Duration(v * float64(time.Second)).Round(time.Second).String()
+}

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+// optionFlags are the flags a command makes from a workload's options of
+// one phase: one flag per option, named after it (max_tries: --max-tries).
+type optionFlags struct {
+	w     workload.Workload
+	phase option.Phase
+	vals  option.Values
+	fs    *pflag.FlagSet
+}
+
+// optValue is one option as a flag; the text is checked later, with the
+// others (optionFlags.values), so errors come with the option's hint.
+type optValue struct {
+	o    *option.Option
+	vals option.Values
+	set  bool
+}
+
+func (v *optValue) String() string { return v.vals[v.o.Name] }
+
+func (v *optValue) Set(s string) error {
+	if v.o.Kind == option.KindList && v.set {
+		s = v.vals[v.o.Name] + "," + s // repeated flags add items
+	}
+	v.vals[v.o.Name], v.set = s, true
+	return nil
+}
+
+func (v *optValue) Type() string { return v.o.Kind.TypeName() }
+
+// bindOptions adds the flags of w's options of phase p to fs.
+func bindOptions(fs *pflag.FlagSet, w workload.Workload, p option.Phase) *optionFlags {
+	f := &optionFlags{w: w, phase: p, vals: option.Values{}, fs: fs}
+	set := w.Options().Phase(p)
+	for i := range set {
+		o := &set[i]
+		v := &optValue{o: o, vals: f.vals}
+		def := o.DefaultValue()
+		if o.DefaultText != "" {
+			def = option.Spell(o.DefaultText, option.Flag)
+		}
+		usage := o.Doc
+		if len(o.Enum) > 0 && !strings.Contains(usage, o.Enum[0]) {
+			usage += ": " + strings.Join(o.Enum, ", ")
+		}
+		fl := fs.VarPF(v, o.Flag(), o.Short, usage)
+		fl.DefValue = def
+		if o.Kind == option.KindBool {
+			fl.NoOptDefVal = "true"
+		}
+		if o.Hidden {
+			fl.Hidden = true
+		}
+	}
+	return f
+}
+
+// values are the options given, completed with the defaults and checked;
+// an error is a usage error that names the flags.
+func (f *optionFlags) values() (option.Values, option.Given, error) {
+	v := f.vals.Clone()
+	given := func(name string) bool {
+		fl := f.fs.Lookup(option.FlagName(name))
+		return fl != nil && fl.Changed
+	}
+	if err := workload.Check(f.w, f.phase, v, given); err != nil {
+		return nil, nil, usageError(err)
+	}
+	return v, given, nil
+}
+
+// usageError spells an option error for the command line.
+func usageError(err error) error {
+	if oe, ok := option.As(err); ok {
+		msg, hint := oe.Render(option.Flag)
+		if hint == "" {
+			hint = "see --help for the flags"
+		}
+		return errs.Usage(hint, "%s", msg)
+	}
+	return err
+}
+
+// connFlags are the connection flags of the commands that use a database.
+type connFlags struct {
+	dsn, serverDir, database string
+}
+
+func (f *connFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.dsn, "dsn", "", "connection string (key=value or postgres:// URL) without a password; default: PG* variables, $TUNEBENCH_DSN")
+	fs.StringVar(&f.serverDir, "server-dir", "", "use the managed server in this directory (see tunebench server start)")
+	fs.StringVarP(&f.database, "database", "d", "", "database name (overrides the one in --dsn / PGDATABASE)")
+}
+
+// runFlags are the flags every run command has besides the workload's
+// options.
+type runFlags struct {
+	conn       connFlags
+	results    resultsFlag
+	json       string
+	experiment string
+	settings   []string
+	noSamplers bool
+	progress   time.Duration
+	cpuProfile string
+}
+
+// addRunFlags adds the run flags a workload's capabilities call for: the
+// connection, --set and --no-samplers for a workload with a database,
+// --progress for one the executor drives.
+func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
+	fs := cmd.Flags()
+	rf.results.add(fs)
+	fs.StringVar(&rf.json, "json", "", "write the run summary as JSON to this file (see docs/json-summary.md)")
+	fs.StringVar(&rf.experiment, "experiment", "", "experiment name to file the run under")
+	if len(w.Meta().Dialects) > 0 {
+		rf.conn.add(fs)
+		fs.StringArrayVar(&rf.settings, "set", nil, "server setting name=value for this run, applied with ALTER SYSTEM, verified, restored afterwards (repeatable; needs superuser)")
+		fs.BoolVar(&rf.noSamplers, "no-samplers", false, "do not record system, PostgreSQL and driver metrics (docs/metrics.md)")
+	}
+	if _, ok := w.Options().Phase(option.PhaseRun).ByRole(option.RoleWorkers); ok {
+		fs.DurationVarP(&rf.progress, "progress", "P", time.Second, "progress line interval (0 = none)")
+		fs.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the driver to this file (for tuning tunebench itself)")
+		_ = fs.MarkHidden("cpuprofile")
+	}
+}
+
+// commandName is the workload's command name in usage lines.
+func commandName(w workload.Workload, use string) string {
+	return strings.TrimSpace(w.Meta().Name + " " + use)
+}

@@ -1,0 +1,257 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/lifecycle"
+	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+// CatalogOf describes the registered workloads that can run in
+// experiments: their experiment keys (every option that is not a flag
+// only), headline and x axis, estimates and rules.
+func CatalogOf(reg *workload.Registry) Catalog {
+	cat := Catalog{}
+	for _, w := range reg.All() {
+		r, ok := w.(workload.Runner)
+		if !ok {
+			continue
+		}
+		h := r.Headline()
+		var opts option.Set
+		for _, o := range w.Options().Keys() {
+			if !o.Check {
+				opts = append(opts, o)
+			}
+		}
+		_, loads := w.(workload.Loader)
+		ew := &Workload{Name: w.Meta().Name, Description: w.Meta().Description, XAxis: h.XAxis, Metric: h.Metric,
+			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0}
+		runSet := w.Options().Phase(option.PhaseRun)
+		ew.RunTime = func(o Options) (time.Duration, bool) {
+			x := option.ExecOf(runSet, o)
+			if x.Count > 0 {
+				return x.Warmup, false
+			}
+			return x.Duration + x.Warmup, true
+		}
+		if e, ok := w.(workload.Estimator); ok {
+			ew.RunTime, ew.LoadTime, ew.DataBytes = e.RunTime, e.LoadTime, e.DataBytes
+		}
+		ew.Check = func(o Options) error {
+			for _, p := range []option.Phase{option.PhaseLoad, option.PhaseRun} {
+				v := Options{}
+				for _, opt := range w.Options().Phase(p) {
+					if x, ok := o[opt.Name]; ok {
+						v[opt.Name] = x
+					}
+				}
+				if err := workload.Check(w, p, v, func(name string) bool { return o.Has(name) }); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		cat[ew.Name] = ew
+	}
+	return cat
+}
+
+// Lab runs an experiment's plan on real targets: it opens them (a managed
+// server per data directory, or the file's DSN), loads data into template
+// databases, resets the benchmark database from them and does each run
+// through the run lifecycle.
+type Lab struct {
+	Registry  *workload.Registry
+	Drivers   []target.Driver
+	Spec      *Spec
+	Plan      *Plan
+	Store     *store.Store
+	Version   string
+	Progress  time.Duration // the runs' progress tick (0: none)
+	Getenv    func(string) string
+	LookupEnv func(string) (string, bool)
+	Redactor  *redact.Redactor
+	Log       io.Writer          // the managed servers' messages
+	Observe   lifecycle.Observer // the events of each run
+	// LoadProgress receives the loads' progress; LoadNote their lines.
+	LoadProgress func(workload.LoadProgress)
+	LoadNote     func(format string, a ...any)
+}
+
+// marker starts the comment of every database an experiment makes.
+const marker = "tunebench experiment"
+
+// Open starts (or attaches to) the server of a data directory, or opens
+// the file's DSN target, and applies the base settings.
+func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
+	spec := l.Spec
+	ts := target.Spec{DSN: spec.Target.DSN, Own: true, Getenv: nil, Redactor: l.Redactor, Log: l.Log}
+	for _, b := range spec.Target.Settings {
+		ts.Base = append(ts.Base, target.Setting{Name: b.Name, Value: b.Value})
+	}
+	if m := spec.Target.Managed; m != nil {
+		ts.DSN = ""
+		ts.Managed = &target.Managed{Dir: dataDir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs}
+	}
+	t, err := target.Open(ctx, l.Drivers, ts)
+	if err != nil {
+		return nil, err
+	}
+	if db := t.Database(); spec.Target.Managed == nil && (db == l.Plan.Database || db == l.Plan.Database+"_template") {
+		t.Close(context.WithoutCancel(ctx))
+		return nil, errs.Usage("point the dsn at another database (e.g. dbname=postgres) or change target.database",
+			"the dsn's database %s is the experiment's benchmark database; tunebench recreates that one", db)
+	}
+	w, ok := l.Registry.Get(l.Plan.Workload)
+	if !ok {
+		t.Close(context.WithoutCancel(ctx))
+		return nil, errs.New(errs.KindUsage, "", "workload %s is not in this build", l.Plan.Workload)
+	}
+	if d := w.Meta().Dialects; len(d) > 0 && !target.Speaks(d, t) {
+		t.Close(context.WithoutCancel(ctx))
+		return nil, errs.Usage("run it on a target of one of those databases", "workload %s speaks %v, the target is %s", w.Meta().Name, d, t.Dialect())
+	}
+	return &labTarget{lab: l, t: t, w: w}, nil
+}
+
+// labTarget is one server for the orchestrator.
+type labTarget struct {
+	lab *Lab
+	t   target.Target // the administration target (not the benchmark database)
+	w   workload.Workload
+}
+
+// Apply applies a configuration's settings; they stay until Close.
+func (lt *labTarget) Apply(ctx context.Context, settings []Setting) (bool, error) {
+	list := make([]target.Setting, len(settings))
+	for i, s := range settings {
+		list[i] = target.Setting{Name: s.Name, Value: s.Value}
+	}
+	ch, err := lt.t.Settings().Apply(ctx, list)
+	if err != nil {
+		return false, err
+	}
+	return ch.Restarted(), nil
+}
+
+// Close restores the settings and stops a server the target started.
+func (lt *labTarget) Close(ctx context.Context) error { return lt.t.Close(ctx) }
+
+// loadMarker identifies loaded data: the workload and its load options.
+func (lt *labTarget) loadMarker(cfg *Config) string {
+	b, _ := json.Marshal(cfg.Load) // map keys are sorted
+	return marker + " data: " + lt.lab.Plan.Workload + " " + string(b)
+}
+
+// Load loads cfg's data into the template database (reset: template) or
+// the benchmark database (reset: none), unless a complete load of the same
+// data is there (its marker says so: it is set only at the end).
+func (lt *labTarget) Load(ctx context.Context, cfg *Config) (bool, error) {
+	p := lt.lab.Plan
+	dbs := lt.t.Databases()
+	if dbs == nil {
+		return false, errs.Usage("use a target whose databases tunebench can create", "the target %s cannot create databases", lt.t.Describe())
+	}
+	db := p.Database
+	if p.Reset == ResetTemplate {
+		db += "_template"
+	}
+	m := lt.loadMarker(cfg)
+	if exists, c, err := dbs.State(ctx, db); err != nil {
+		return false, err
+	} else if exists && c == m {
+		return false, nil
+	}
+	if p.Reset == ResetTemplate {
+		// The old copy belongs to other data.
+		if err := dbs.DropOwn(ctx, p.Database, marker); err != nil {
+			return false, err
+		}
+	}
+	if err := dbs.DropOwn(ctx, db, marker); err != nil {
+		return false, err
+	}
+	if err := dbs.Create(ctx, db, marker+" (loading)"); err != nil {
+		return false, err
+	}
+	if ld, ok := lt.w.(workload.Loader); ok {
+		o := lt.w.Options().Phase(option.PhaseLoad).Complete(option.Values(cfg.Load))
+		env := &workload.LoadEnv{Target: lt.t.WithDatabase(db), Options: o, Fresh: true, Version: lt.lab.Version,
+			Progress: lt.lab.LoadProgress, Note: lt.lab.LoadNote}
+		if env.Progress == nil {
+			env.Progress = func(workload.LoadProgress) {}
+		}
+		if env.Note == nil {
+			env.Note = func(string, ...any) {}
+		}
+		if _, err := ld.Load(ctx, env); err != nil {
+			if ctx.Err() != nil {
+				return false, errs.Wrap(errs.KindInterrupted, err, "", "load interrupted")
+			}
+			return false, err
+		}
+	}
+	if p.Reset == ResetTemplate {
+		// Nobody connects to the template: CREATE DATABASE ... TEMPLATE
+		// needs it idle.
+		if err := dbs.Seal(ctx, db); err != nil {
+			return false, err
+		}
+	}
+	return true, dbs.Mark(ctx, db, m)
+}
+
+// Reset recreates the benchmark database from the template.
+func (lt *labTarget) Reset(ctx context.Context) error {
+	p := lt.lab.Plan
+	dbs := lt.t.Databases()
+	if err := dbs.DropOwn(ctx, p.Database, marker); err != nil {
+		return err
+	}
+	if err := dbs.Copy(ctx, p.Database, p.Database+"_template"); err != nil {
+		return err
+	}
+	return dbs.Mark(ctx, p.Database, marker+" copy")
+}
+
+// Run does one run through the run lifecycle and stores it with its plan
+// link.
+func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error) {
+	r, ok := lt.w.(workload.Runner)
+	if !ok {
+		return RunResult{}, errs.New(errs.KindUsage, "", "workload %s cannot run", lt.w.Meta().Name)
+	}
+	o := lt.w.Options().Phase(option.PhaseRun).Complete(option.Values(req.Options))
+	if s, ok := lt.w.Options().Phase(option.PhaseRun).ByRole(option.RoleSeed); ok {
+		o[s.Name] = itoa(req.Seed)
+	}
+	link := req.Link
+	sum, err := lifecycle.Run(ctx, &lifecycle.Request{
+		Workload: r, Target: lt.t.WithDatabase(lt.lab.Plan.Database), Options: o, Progress: lt.lab.Progress,
+		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
+		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe,
+	})
+	var res RunResult
+	if sum != nil {
+		res.RunID, res.Status = sum.RunID, sum.Status
+		res.Metric, _ = sum.Metric(r.Headline().Metric)
+		if v, ok := lt.w.(workload.Viewer); ok {
+			res.Brief = v.Brief(sum)
+		}
+	}
+	return res, err
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,290 @@
+// Package lifecycle is the one run lifecycle of every workload: apply and
+// verify the settings, snapshot the environment, run the workload's before
+// hooks, execute (or let the workload measure itself), derive and check,
+// decide the status, save everything in one transaction, restore the
+// settings (also after an interrupt) and say which exit code the run ends
+// with. It never prints: it reports to an Observer (the CLI prints, an
+// experiment prints less). The CLI's run commands and experiments both
+// call Run.
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/envinfo"
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/run"
+	"github.com/tunebench/tunebench/internal/step"
+	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	EventHeader   EventKind = iota // Text: what is about to run
+	EventNote                      // Text: a line of progress or information
+	EventWarning                   // Text: something went wrong but the run goes on
+	EventTick                      // Tick, Span: one interval of the executor
+	EventError                     // Worker, Outcome: a transaction ended in an error
+	EventRestored                  // the settings were restored
+	EventSaved                     // RunID, Path: the run is stored
+)
+
+// Event is one report to the Observer.
+type Event struct {
+	Kind    EventKind
+	Text    string
+	Tick    run.Tick
+	Span    float64 // the tick's length in seconds
+	Worker  int
+	Outcome step.Outcome
+	RunID   int64
+	Path    string
+}
+
+// Observer receives the events of a run, from several goroutines (it must
+// be safe for that, and return quickly).
+type Observer func(Event)
+
+// Request is one run to do.
+type Request struct {
+	Workload workload.Runner
+	// Target is the database; nil for a workload without dialects run on
+	// its own.
+	Target  target.Target
+	Options option.Values // the run options, checked (workload.Check)
+	// Settings are applied for this run only and restored after it.
+	Settings   []target.Setting
+	NoSamplers bool
+	// Progress is the tick of the progress events (0: none).
+	Progress   time.Duration
+	Experiment string
+	Link       *store.PlanLink
+	Store      *store.Store
+	Version    string
+	Getenv     func(string) string
+	LookupEnv  func(string) (string, bool)
+	Observe    Observer
+}
+
+func (r *Request) emit(e Event) {
+	if r.Observe != nil {
+		r.Observe(e)
+	}
+}
+
+func (r *Request) note(format string, a ...any) {
+	r.emit(Event{Kind: EventNote, Text: fmt.Sprintf(format, a...)})
+}
+
+// Run does one run end to end and stores it. It returns the stored summary
+// (also for a run that was interrupted, had errors or failed a check: then
+// with the error that carries the exit code), or nil and the error when
+// nothing was stored.
+func Run(ctx context.Context, req *Request) (*results.Summary, error) {
+	w := req.Workload
+	set := w.Options().Phase(option.PhaseRun)
+	seed := option.ExecOf(set, req.Options).Seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+		if o, ok := set.ByRole(option.RoleSeed); ok {
+			req.Options[o.Name] = fmt.Sprint(seed)
+		}
+	}
+	env := &workload.RunEnv{Target: req.Target, Options: req.Options, Seed: seed, Version: req.Version,
+		Getenv: req.Getenv, LookupEnv: req.LookupEnv, Note: req.note}
+	r, err := w.NewRun(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	switch r := r.(type) {
+	case workload.Transactions:
+		defer r.Close()
+		return runTransactions(ctx, req, r)
+	case workload.Measurer:
+		return runMeasurer(ctx, req, r)
+	}
+	return nil, errs.New(errs.KindInternal, "", "workload %s: its run is neither executed nor self-measured", w.Meta().Name)
+}
+
+// applySettings applies the run's settings; the returned restore puts them
+// back whatever happens (a cancelled ctx does not stop it).
+func applySettings(ctx context.Context, req *Request) (map[string]string, func(), error) {
+	if len(req.Settings) == 0 || req.Target == nil {
+		return nil, func() {}, nil
+	}
+	ch, err := req.Target.Settings().Apply(ctx, req.Settings)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	return ch.Values(), func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := ch.Restore(rctx); err != nil {
+			req.emit(Event{Kind: EventWarning, Text: "restoring settings failed: " + err.Error()})
+		} else {
+			req.emit(Event{Kind: EventRestored})
+		}
+	}, nil
+}
+
+func runTransactions(ctx context.Context, req *Request, r workload.Transactions) (*results.Summary, error) {
+	applied, restore, err := applySettings(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
+	if err := r.Before(ctx); err != nil {
+		return nil, err
+	}
+	env := envOf(ctx, req)
+	if d := r.Describe(); d != "" {
+		req.emit(Event{Kind: EventHeader, Text: d})
+	}
+
+	x := r.Exec()
+	cfg := run.Config{
+		Workers: x.Workers, Threads: x.Threads, FollowServer: x.FollowServer, Duration: x.Duration, Transactions: x.Count,
+		Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit, Seed: x.Seed, Tick: time.Second,
+		OnMeasureStart: x.OnMeasureStart, OnMeasureEnd: x.OnMeasureEnd,
+		OnError: func(worker int, o step.Outcome) { req.emit(Event{Kind: EventError, Worker: worker, Outcome: o}) },
+	}
+	if x.NewThread != nil {
+		cfg.NewThread = func() step.Thread { return x.NewThread() }
+	}
+	if req.Progress > 0 {
+		cfg.Tick = req.Progress
+		prev := math.Inf(-1)
+		cfg.OnTick = func(tk run.Tick) {
+			span := req.Progress.Seconds()
+			if !math.IsInf(prev, -1) && tk.T > prev {
+				span = tk.T - prev
+			}
+			prev = tk.T
+			req.emit(Event{Kind: EventTick, Tick: tk, Span: span})
+		}
+	}
+	smp := startSampling(ctx, req)
+	smp.attach(&cfg)
+	res, execErr := run.Execute(ctx, cfg, func(ctx context.Context, id int) (step.Worker, error) {
+		return r.NewWorker(ctx, id)
+	})
+	sampled := smp.stop(res, x.Warmup)
+	if res == nil {
+		if execErr != nil {
+			return nil, execErr
+		}
+		return nil, errs.New(errs.KindInternal, "", "executor returned no result")
+	}
+
+	// From here on, work must finish even after an interrupt.
+	bg, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sum := results.FromRun(res)
+	sum.Workload = req.Workload.Meta().Name
+	sum.WarmupS = x.Warmup.Seconds()
+	sum.Settings = applied
+	v, err := r.After(bg, res, sum)
+	if err != nil {
+		req.emit(Event{Kind: EventWarning, Text: "after the run: " + err.Error()})
+	}
+	if v == nil {
+		v = &workload.Verdict{}
+	}
+	for _, w := range v.Warnings {
+		req.emit(Event{Kind: EventWarning, Text: w})
+	}
+	sum.Extra = v.Extra
+	if v.Check != nil {
+		if sum.Check, err = json.Marshal(v.Check); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case len(v.Failures) > 0:
+		sum.Status = store.StatusFailed
+	case res.Interrupted:
+		sum.Status = store.StatusInterrupted
+	case res.Errors > 0:
+		sum.Status = store.StatusErrors
+	default:
+		sum.Status = store.StatusOK
+	}
+	hists, err := results.RunHistograms(res)
+	if err != nil {
+		return nil, err
+	}
+	series := append(append(results.RunSeries(res), v.Series...), sampled...)
+	id, err := save(bg, req, r, sum, env, v.Check, series, hists)
+	if err != nil {
+		return sum, err
+	}
+	switch {
+	case execErr != nil:
+		return sum, execErr
+	case res.Interrupted:
+		return sum, errs.New(errs.KindInterrupted, "", "run interrupted; partial result saved as run %d (status interrupted)", id)
+	case len(v.Failures) > 0:
+		return sum, failureError(v.Failures[0], id)
+	case sum.ErrorsPct > x.MaxErrorsPct:
+		return sum, errs.New(errs.KindRunErrors, "see the errors by SQLSTATE above; raise --max-errors-pct to accept them",
+			"run %d finished with %.2f%% errors (threshold %.2f%%)", id, sum.ErrorsPct, x.MaxErrorsPct)
+	}
+	return sum, nil
+}
+
+// failureError is the exit error of a failed check.
+func failureError(f workload.Failure, id int64) error {
+	msg := fmt.Sprintf("%s failed after run %d", f.What, id)
+	if f.Detail != "" {
+		msg += ": " + f.Detail
+	}
+	return errs.New(errs.KindCheckFailed, f.Hint, "%s", msg)
+}
+
+func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*results.Summary, error) {
+	if d := r.Describe(); d != "" {
+		req.emit(Event{Kind: EventHeader, Text: d})
+	}
+	m, err := r.Measure(ctx)
+	if m == nil {
+		return nil, err
+	}
+	bg, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sum := m.Summary
+	sum.Workload = req.Workload.Meta().Name
+	id, serr := save(bg, req, r, sum, m.Env, m.Check, m.Series, m.Histograms)
+	if serr != nil {
+		return sum, serr
+	}
+	if m.Exit != nil {
+		return sum, m.Exit(id)
+	}
+	return sum, err
+}
+
+// save stores the run in one transaction, with the request's plan link.
+func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summary, env *envinfo.Snapshot, check any, series []store.Point, hists []store.Histogram) (int64, error) {
+	params, err := paramsJSON(req, r)
+	if err != nil {
+		return 0, err
+	}
+	rec := &results.Record{Summary: sum, Experiment: req.Experiment, Variant: r.Variant(), Params: params,
+		Env: env, Check: check, Series: series, Histograms: hists, Link: req.Link}
+	id, err := results.Save(ctx, req.Store, rec)
+	if err != nil {
+		return 0, err
+	}
+	req.emit(Event{Kind: EventSaved, RunID: id, Path: req.Store.Path()})
+	return id, nil
+}

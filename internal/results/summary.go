@@ -1,0 +1,179 @@
+// Package results is the typed, versioned contract of a stored run: the
+// summary that --json writes and the store keeps, written and read by the
+// same types. Every run has the common fields (Summary); a run measured by
+// the executor adds its figures (Measured); a workload adds its own fields
+// through its own type (Extra), flattened into the same JSON object. The
+// schema version is stored with every run (SchemaVersion); runs stored
+// before it was recorded are version 1, whose JSON is read unchanged.
+// docs/json-summary.md documents the fields.
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// SchemaVersion is the version of the summary schema this binary writes.
+// Version 1: the summaries written before the version was recorded (the
+// same fields, without schema_version). Version 2 adds schema_version and
+// the headline metric of storage runs (iops).
+const SchemaVersion = 2
+
+// Summary is one run's summary.
+type Summary struct {
+	// SchemaVersion is the version of this schema the run was written with
+	// (0 in a summary of version 1, which did not say).
+	SchemaVersion int       `json:"schema_version,omitempty"`
+	RunID         int64     `json:"run_id"`
+	Workload      string    `json:"workload"`
+	Status        string    `json:"status"`
+	StartedAt     time.Time `json:"started_at"`
+	EndedAt       time.Time `json:"ended_at"`
+	Interrupted   bool      `json:"interrupted"`
+	// Measured holds the executor's figures (nil for workloads that
+	// measure themselves, like storage and fsblog).
+	*Measured
+	// Extra is the workload's own part (a pointer to a struct of its
+	// package), flattened into the JSON object. Its keys must not repeat
+	// the keys above.
+	Extra Extra `json:"-"`
+}
+
+// Extra is a workload's part of the summary: a pointer to a struct whose
+// JSON fields are added to the summary's object.
+type Extra any
+
+// Metricer is an Extra that can compute a headline metric that is not one
+// of its stored fields.
+type Metricer interface {
+	Metric(name string) (float64, bool)
+}
+
+type summaryJSON Summary // without the methods
+
+// MarshalJSON writes the common fields, the measured ones and the
+// workload's own fields as one object.
+func (s *Summary) MarshalJSON() ([]byte, error) {
+	base, err := json.Marshal((*summaryJSON)(s))
+	if err != nil {
+		return nil, err
+	}
+	if s.Extra == nil {
+		return base, nil
+	}
+	extra, err := json.Marshal(s.Extra)
+	if err != nil {
+		return nil, err
+	}
+	return mergeObjects(base, extra)
+}
+
+// mergeObjects joins two JSON objects into one ({"a":1} + {"b":2}).
+func mergeObjects(a, b []byte) ([]byte, error) {
+	a, b = bytes.TrimSpace(a), bytes.TrimSpace(b)
+	if len(a) < 2 || a[0] != '{' || len(b) < 2 || b[0] != '{' {
+		return nil, fmt.Errorf("results: cannot merge %.20q and %.20q: not objects", a, b)
+	}
+	if len(b) == 2 {
+		return a, nil
+	}
+	if len(a) == 2 {
+		return b, nil
+	}
+	out := make([]byte, 0, len(a)+len(b))
+	out = append(out, a[:len(a)-1]...)
+	out = append(out, ',')
+	out = append(out, b[1:]...)
+	return out, nil
+}
+
+// ExtraFunc returns a new, empty Extra for a workload's summaries (nil when
+// the workload adds nothing), and whether the executor measures its runs
+// (known false when the workload is unknown: its summary is then taken as
+// measured when it has tps).
+type ExtraFunc func(workload string) (x Extra, measured, known bool)
+
+// Decode reads a stored or written summary of any schema version. The
+// workload's fields are decoded into extras(workload) when that gives a
+// type; the executor's figures when the summary has them.
+func Decode(raw json.RawMessage, extras ExtraFunc) (*Summary, error) {
+	var s Summary
+	if err := json.Unmarshal(raw, (*summaryJSON)(&s)); err != nil {
+		return nil, fmt.Errorf("results: decoding a run summary: %w", err)
+	}
+	var x Extra
+	measured, known := false, false
+	if extras != nil {
+		x, measured, known = extras(s.Workload)
+	}
+	if !known {
+		var probe struct {
+			TPS *float64 `json:"tps"`
+		}
+		measured = json.Unmarshal(raw, &probe) == nil && probe.TPS != nil
+	}
+	if !measured {
+		s.Measured = nil // fields of the same name in the workload's own part
+	}
+	if s.SchemaVersion == 0 {
+		s.SchemaVersion = 1
+	}
+	if s.SchemaVersion > SchemaVersion {
+		return nil, fmt.Errorf("results: a summary of schema version %d, newer than the %d this tunebench knows (upgrade tunebench)", s.SchemaVersion, SchemaVersion)
+	}
+	if x != nil {
+		if err := json.Unmarshal(raw, x); err != nil {
+			return nil, fmt.Errorf("results: decoding the %s fields of a run summary: %w", s.Workload, err)
+		}
+		s.Extra = x
+	}
+	return &s, nil
+}
+
+// Metric returns a summary field by name (nested keys separated by dots:
+// latency_ms.p95), or what the workload's Extra computes for it; ok is
+// false when the summary has no such number.
+func (s *Summary) Metric(name string) (float64, bool) {
+	if m, ok := s.Extra.(Metricer); ok {
+		if v, ok := m.Metric(name); ok {
+			return v, true
+		}
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return 0, false
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return 0, false
+	}
+	return Number(m, name)
+}
+
+// Number returns m[key] as a number (nested keys separated by dots).
+func Number(m map[string]any, key string) (float64, bool) {
+	var cur any = m
+	for _, k := range splitDots(key) {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		cur = mm[k]
+	}
+	v, ok := cur.(float64)
+	return v, ok
+}
+
+func splitDots(s string) []string {
+	var out []string
+	for {
+		i := bytes.IndexByte([]byte(s), '.')
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		s = s[i+1:]
+	}
+}

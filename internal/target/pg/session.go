@@ -1,0 +1,308 @@
+package pg
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/tunebench/tunebench/internal/driver"
+	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
+	"github.com/tunebench/tunebench/internal/step"
+	"github.com/tunebench/tunebench/internal/target"
+)
+
+// A PostgreSQL session speaks the extended query protocol itself: the
+// statements are prepared once per connection (pgconn), then every round
+// trip is sent through the connection's pgproto3.Frontend and its replies
+// read straight from the socket (driver/pg.Replies), without pgconn's
+// per-statement set-up: the busy lock, the result reader, the slow-write
+// timer and a command tag string. The messages are built once per
+// session; a statement whose parameters are all integers keeps its Bind
+// message, whose parameter slices are the slots SetInt writes into.
+// Everything a round trip sends fits the socket buffers, so the write
+// cannot dead-lock against an unread reply, which is what pgconn's
+// slow-write timer guards against.
+
+// Type OIDs and wire formats (1 binary, 0 text) of the slot types.
+var (
+	slotOID    = [...]uint32{target.Int4: 23, target.Int8: 20, target.Numeric: 1700, target.Text: 25, target.Int4Array: 1007}
+	slotFormat = [...]int16{target.Int4: 1, target.Int8: 1, target.Numeric: 0, target.Text: 0, target.Int4Array: 1}
+)
+
+// Connector opens a connection for a session.
+type Connector func(ctx context.Context) (*pgx.Conn, error)
+
+// Sessions makes sessions on the connections connect opens (a Target's
+// sessions use its Connect; tests bring their own).
+type Sessions struct{ Connect Connector }
+
+// NewSession connects a worker's session and prepares its statements, so
+// set-up failures surface here.
+func (ss Sessions) NewSession(ctx context.Context, spec *target.SessionSpec) (target.Session, error) {
+	return newSession(ctx, ss.Connect, spec)
+}
+
+// NewThread is the discipline of a driver thread of direct connections.
+func (Sessions) NewThread() step.Thread { return &pgdrv.Thread{} }
+
+// session is a worker's connection: a target.Session.
+type session struct {
+	connect Connector
+	spec    *target.SessionSpec
+	// Session: the connection, its cancellation watch, the thread discipline.
+	pgdrv.Session
+	sds []*pgconn.StatementDescription // per statement, of the current connection
+
+	slots [][]byte // each slot's encoded value (nil = NULL)
+	bufs  [][]byte // the slots' storage
+	fixed []bool   // per statement: its parameters are all integers (its Bind is kept)
+
+	args      [][][]byte // per statement: its parameters' values
+	binds     []pgproto3.Bind
+	resultFmt []int16
+	describe  pgproto3.Describe
+	execute   pgproto3.Execute
+	sync      pgproto3.Sync
+	rollbackQ pgproto3.Query
+	replies   pgdrv.Replies
+	res       [target.MaxQueued]pgdrv.Result
+	queued    int
+}
+
+// NewSession connects a worker's session on the target and prepares its
+// statements, so set-up failures surface here.
+func (t *Target) NewSession(ctx context.Context, spec *target.SessionSpec) (target.Session, error) {
+	return newSession(ctx, t.conn.Connect, spec)
+}
+
+func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec) (*session, error) {
+	s := &session{connect: connect, spec: spec, resultFmt: []int16{1}}
+	s.describe = pgproto3.Describe{ObjectType: 'P'}
+	s.rollbackQ = pgproto3.Query{String: "ROLLBACK"}
+	s.slots = make([][]byte, len(spec.Slots))
+	s.bufs = make([][]byte, len(spec.Slots))
+	for i, typ := range spec.Slots {
+		switch typ {
+		case target.Int4:
+			s.bufs[i] = make([]byte, 4)
+		case target.Int8:
+			s.bufs[i] = make([]byte, 8)
+		default:
+			s.bufs[i] = make([]byte, 0, 64)
+		}
+		s.slots[i] = s.bufs[i]
+	}
+	s.args = make([][][]byte, len(spec.Stmts))
+	s.binds = make([]pgproto3.Bind, len(spec.Stmts))
+	s.fixed = make([]bool, len(spec.Stmts))
+	s.sds = make([]*pgconn.StatementDescription, len(spec.Stmts))
+	for i, st := range spec.Stmts {
+		fmts := make([]int16, len(st.Params))
+		s.fixed[i] = true
+		for j, p := range st.Params {
+			typ := spec.Slots[p]
+			fmts[j] = slotFormat[typ]
+			s.fixed[i] = s.fixed[i] && (typ == target.Int4 || typ == target.Int8)
+		}
+		s.args[i] = make([][]byte, len(st.Params))
+		s.fill(i)
+		s.binds[i] = pgproto3.Bind{PreparedStatement: st.Name, ParameterFormatCodes: fmts, Parameters: s.args[i], ResultFormatCodes: s.resultFmt}
+	}
+	if err := s.reconnect(ctx); err != nil {
+		return nil, err
+	}
+	if s.Direct {
+		// Workers are made one after the other with ids 0..n-1.
+		pgdrv.EnsureProcs(spec.ID + 1)
+	}
+	return s, nil
+}
+
+// NewThread is the discipline of a driver thread of direct connections.
+func (t *Target) NewThread() step.Thread { return &pgdrv.Thread{} }
+
+// fill points statement i's parameters at its slots' values.
+func (s *session) fill(i int) {
+	for j, p := range s.spec.Stmts[i].Params {
+		s.args[i][j] = s.slots[p]
+	}
+}
+
+func (s *session) reconnect(ctx context.Context) error {
+	s.Drop()
+	conn, err := s.connect(ctx)
+	if err != nil {
+		return err
+	}
+	for _, q := range s.spec.Setup {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			_ = conn.Close(context.Background())
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	for i, st := range s.spec.Stmts {
+		oids := make([]uint32, len(st.Params))
+		for j, p := range st.Params {
+			oids[j] = slotOID[s.spec.Slots[p]]
+		}
+		sd, err := conn.PgConn().Prepare(ctx, st.Name, st.SQL, oids)
+		if err != nil {
+			_ = conn.Close(context.Background())
+			return fmt.Errorf("prepare %s: %w", st.Name, err)
+		}
+		s.sds[i] = sd
+	}
+	// From here on the session reads the connection itself (Replies):
+	// pgconn must have nothing buffered and no read in progress (a slow
+	// Prepare write starts its background reader, which may still be
+	// waiting in a read).
+	if err := conn.PgConn().SyncConn(ctx); err != nil {
+		_ = conn.Close(context.Background())
+		return fmt.Errorf("sync connection: %w", err)
+	}
+	s.Use(conn)
+	s.replies.Reset()
+	s.queued = 0
+	return nil
+}
+
+func (s *session) Ready(ctx context.Context, out *step.Outcome) bool {
+	return s.Session.Ready(ctx, out, s.reconnect)
+}
+
+func (s *session) Classify(err error, inCommit bool, attempts int) (step.OutcomeClass, string) {
+	return driver.Classify(err, inCommit, attempts)
+}
+
+func (s *session) Retryable(code string) bool { return driver.Retryable(code) }
+
+// SetInt writes v into the slot (in place for integer slots).
+func (s *session) SetInt(slot int, v int64) {
+	b := s.bufs[slot]
+	switch s.spec.Slots[slot] {
+	case target.Int4:
+		binary.BigEndian.PutUint32(b, uint32(int32(v)))
+	case target.Int8:
+		binary.BigEndian.PutUint64(b, uint64(v))
+	default:
+		b = strconv.AppendInt(b[:0], v, 10)
+		s.bufs[slot] = b
+	}
+	s.slots[slot] = b
+}
+
+func (s *session) SetText(slot int, v []byte) {
+	s.bufs[slot] = append(s.bufs[slot][:0], v...)
+	s.slots[slot] = s.bufs[slot]
+}
+
+func (s *session) SetNull(slot int) { s.slots[slot] = nil }
+
+// SetIntArray encodes a one-dimensional int4[] without NULLs in binary:
+// ndim, has-null flag, element type, then length and lower bound, then
+// each element as length and value.
+func (s *session) SetIntArray(slot int, vs []int32) {
+	b := s.bufs[slot][:0]
+	b = binary.BigEndian.AppendUint32(b, 1)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, slotOID[target.Int4])
+	b = binary.BigEndian.AppendUint32(b, uint32(len(vs)))
+	b = binary.BigEndian.AppendUint32(b, 1)
+	for _, v := range vs {
+		b = binary.BigEndian.AppendUint32(b, 4)
+		b = binary.BigEndian.AppendUint32(b, uint32(v))
+	}
+	s.bufs[slot] = b
+	s.slots[slot] = b
+}
+
+// Queue buffers statement i's Bind (a Describe when it returns no
+// columns, as pgconn's ExecStatement sends) and Execute.
+func (s *session) Queue(i int) {
+	if !s.fixed[i] {
+		s.fill(i)
+	}
+	fe := s.Conn.PgConn().Frontend()
+	fe.SendBind(&s.binds[i])
+	if len(s.sds[i].Fields) == 0 {
+		fe.SendDescribe(&s.describe)
+	}
+	fe.SendExecute(&s.execute)
+	s.queued++
+}
+
+// Send ends the round trip with a Sync and writes it.
+func (s *session) Send() error {
+	fe := s.Conn.PgConn().Frontend()
+	fe.SendSync(&s.sync)
+	return fe.Flush()
+}
+
+// Receive reads the round trip's replies up to ReadyForQuery.
+func (s *session) Receive() error {
+	n := min(s.queued, len(s.res))
+	s.queued = 0
+	return s.replies.Collect(s.Conn.PgConn(), s.res[:n])
+}
+
+func (s *session) Rows(k int) int       { return s.res[k].Rows }
+func (s *session) Int(k, col int) int32 { return s.res[k].V[col] }
+
+// InTx reports the transaction status of the last ReadyForQuery.
+func (s *session) InTx() bool { return s.Conn != nil && s.replies.TxStatus() != 'I' }
+
+// Rollback leaves a transaction. It is sent and read like the statements
+// (pgconn must not read from the connection: see Replies); a session's
+// cancellation watch interrupts it if the step's context is cancelled.
+func (s *session) Rollback() error {
+	fe := s.Conn.PgConn().Frontend()
+	fe.SendQuery(&s.rollbackQ)
+	err := fe.Flush()
+	if err == nil {
+		err = s.replies.UntilReady(s.Conn.PgConn())
+	}
+	if err != nil && (driver.IsConnError(err) || s.Conn.IsClosed()) {
+		s.Drop()
+		return err
+	}
+	return nil
+}
+
+func (s *session) Close() error {
+	s.Unwatch()
+	if s.Conn == nil {
+		return nil
+	}
+	err := s.Conn.Close(context.Background())
+	s.Conn = nil
+	return err
+}
+
+// Multiplex lets one thread drive the session with others; only a direct
+// connection can be polled.
+func (s *session) Multiplex(on bool) bool {
+	if on && !s.Direct {
+		return false
+	}
+	s.Shared = on
+	return true
+}
+
+// Multiplexed reports whether the session is driven with others.
+func (s *session) Multiplexed() bool { return s.Shared }
+
+// PgConn is the session's connection (nil while it has none), for tests
+// and diagnostics; the session reads it itself, nothing else may.
+func (s *session) PgConn() *pgconn.PgConn {
+	if s.Conn == nil {
+		return nil
+	}
+	return s.Conn.PgConn()
+}
+
+// Fd, Readable and ServerCPU come with the embedded pgdrv.Session.

@@ -1,0 +1,104 @@
+package pg
+
+import (
+	"context"
+
+	"github.com/tunebench/tunebench/internal/server"
+	"github.com/tunebench/tunebench/internal/target"
+)
+
+// Settings are changed with ALTER SYSTEM, validated against pg_settings,
+// made effective with a reload or (on a managed server) a restart as
+// pg_settings.context needs, and verified (package server).
+func (t *Target) Settings() target.Settings { return settings{t} }
+
+type settings struct{ t *Target }
+
+// Parse checks name=value (names lowered, as PostgreSQL treats them).
+func (settings) Parse(kv string) (target.Setting, error) {
+	s, err := server.ParseSetting(kv)
+	if err != nil {
+		return target.Setting{}, err
+	}
+	return target.Setting{Name: s.Name, Value: s.Value}, nil
+}
+
+// Apply applies and verifies the settings. On an owned target (an
+// experiment's) they stay applied until Close: recorded in the managed
+// server's state (restored by its next stop, even after a crash), or kept
+// in memory for a server given by connection string.
+func (s settings) Apply(ctx context.Context, list []target.Setting) (target.Change, error) {
+	t := s.t
+	ss := serverSettings(list)
+	var done []server.Applied
+	var err error
+	switch {
+	case t.owned && t.srv != nil:
+		done, err = t.srv.Apply(ctx, ss)
+	case t.srv != nil:
+		done, err = server.Apply(ctx, t.conn.Connect, t.srv, ss)
+	default:
+		done, err = server.Apply(ctx, t.conn.Connect, nil, ss)
+		if t.owned {
+			t.pending = mergeFirst(t.pending, done)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &change{t: t, applied: done}, nil
+}
+
+type change struct {
+	t       *Target
+	applied []server.Applied
+}
+
+func (c *change) Values() map[string]string {
+	if len(c.applied) == 0 {
+		return nil
+	}
+	m := map[string]string{}
+	for _, a := range c.applied {
+		m[a.Name] = a.Value
+	}
+	return m
+}
+
+func (c *change) Restarted() bool {
+	for _, a := range c.applied {
+		if a.NeededRestart {
+			return true
+		}
+	}
+	return false
+}
+
+// Restore puts the previous values back. An owned target restores at Close
+// instead (an experiment keeps its settings between the runs of a
+// configuration), so there it does nothing.
+func (c *change) Restore(ctx context.Context) error {
+	if len(c.applied) == 0 || c.t.owned {
+		return nil
+	}
+	var r server.Restarter
+	if c.t.srv != nil {
+		r = c.t.srv
+	}
+	return server.Restore(ctx, c.t.conn.Connect, r, c.applied)
+}
+
+// mergeFirst adds done to old, keeping the first previous value of a
+// setting applied twice (that is the one to restore).
+func mergeFirst(old, done []server.Applied) []server.Applied {
+	for _, d := range done {
+		found := false
+		for _, o := range old {
+			found = found || o.Name == d.Name
+		}
+		if !found {
+			old = append(old, d)
+		}
+	}
+	return old
+}

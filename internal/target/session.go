@@ -1,0 +1,110 @@
+package target
+
+import (
+	"context"
+
+	"github.com/tunebench/tunebench/internal/step"
+)
+
+// A worker's statements run through a Session: the workload keeps the
+// transaction logic (its inputs, decisions, retries, audits) and says what
+// to send; the target's session sends it in its dialect's protocol. A
+// step's statements go out in round trips: Queue one or more, Send,
+// Receive. Parameters live in slots that the statements name; a worker
+// sets them before queueing.
+
+// ParamType is the type of a parameter slot.
+type ParamType uint8
+
+const (
+	Int4      ParamType = iota + 1 // 32-bit integer
+	Int8                           // 64-bit integer
+	Numeric                        // exact decimal, set as text ("1234.05")
+	Text                           // text
+	Int4Array                      // one-dimensional array of 32-bit integers
+)
+
+// Stmt is a statement prepared on every connection of a session.
+type Stmt struct {
+	Name string
+	// SQL has PostgreSQL-style placeholders $1..$n; a target of another
+	// dialect rewrites them.
+	SQL string
+	// Params lists the slots that hold $1..$n.
+	Params []int
+}
+
+// SessionSpec describes a worker's session.
+type SessionSpec struct {
+	// ID is the worker's id (0-based, made in order).
+	ID    int
+	Slots []ParamType
+	Stmts []Stmt
+	// Setup runs once on every connection, before the statements are
+	// prepared (e.g. the session's default isolation level).
+	Setup []string
+}
+
+// MaxQueued bounds the statements of one round trip.
+const MaxQueued = 16
+
+// Session is one worker's connection and its prepared statements. It is
+// used by one goroutine at a time.
+type Session interface {
+	// Ready prepares a step: it ticks the thread discipline, and when ctx
+	// is done, or there is no connection and connecting fails, it fills
+	// out with the outcome of a step that could not start and returns
+	// false. A lost connection is made again here, with its statements.
+	Ready(ctx context.Context, out *step.Outcome) bool
+	// Lost handles a failed round trip: when ctx was cancelled, the
+	// connection is gone or the error is a connection error, it drops the
+	// connection, fills out and returns true.
+	Lost(ctx context.Context, err error, inCommit bool, out *step.Outcome) bool
+	// Classify puts an error in its outcome class, with its error code;
+	// Retryable says whether a code is a serialization failure or a
+	// deadlock, worth another try.
+	Classify(err error, inCommit bool, attempts int) (step.OutcomeClass, string)
+	Retryable(code string) bool
+
+	// SetInt, SetText, SetNull and SetIntArray set a slot's value.
+	SetInt(slot int, v int64)
+	SetText(slot int, b []byte)
+	SetNull(slot int)
+	SetIntArray(slot int, vs []int32)
+
+	// Queue adds statement i (of the spec) to the round trip.
+	Queue(i int)
+	// Send sends the queued statements (and the end of the round trip).
+	Send() error
+	// Receive reads the replies of the round trip sent, and returns the
+	// first error the server reported, else a connection error.
+	Receive() error
+	// Rows and Int are the results of the round trip's k-th statement:
+	// its row count, and a column (0 or 1) of its first row when that is
+	// a 32-bit integer (else 0).
+	Rows(k int) int
+	Int(k, col int) int32
+	// InTx reports whether the connection is inside a transaction (one
+	// left open by a failed round trip must be rolled back).
+	InTx() bool
+	// Rollback ends the transaction.
+	Rollback() error
+	Close() error
+
+	// Multiplexing (step.Multiplexed): one thread may drive several
+	// sessions; Fd is the descriptor to poll, Readable says it was
+	// found readable, ServerCPU is where the server side last ran (-1
+	// when unknown).
+	Multiplex(on bool) bool
+	Fd() int
+	Readable()
+	ServerCPU() int
+}
+
+// Sessions is a target that runs statement sessions.
+type Sessions interface {
+	NewSession(ctx context.Context, spec *SessionSpec) (Session, error)
+	// NewThread is the scheduling discipline of a driver thread that
+	// drives sessions.
+	NewThread() step.Thread
+}

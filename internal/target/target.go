@@ -1,0 +1,161 @@
+// Package target is the contract of a database under test: how to reach
+// it, change and restore its settings, make and reset the databases of an
+// experiment, sample its statistics, snapshot its environment and run a
+// worker's statements on it. One package per database implements it
+// (internal/target/pg); internal/target/all is the list the CLI chooses
+// from. Nothing above this package knows which database it talks to; a
+// workload's dialect-specific code (its loader, its checks) reaches the
+// concrete target through that package's escape hatch.
+package target
+
+import (
+	"context"
+	"io"
+
+	"github.com/tunebench/tunebench/internal/envinfo"
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/metrics/sampler"
+	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/step"
+)
+
+// Target is a database to benchmark: a server and one database on it.
+type Target interface {
+	// Dialect names the SQL dialect, e.g. "postgres"; workloads list the
+	// dialects they speak.
+	Dialect() string
+	// Describe says where it is, for messages (no secrets).
+	Describe() string
+	// Database is the name of the target's database.
+	Database() string
+	// WithDatabase is the same server with another database.
+	WithDatabase(name string) Target
+	// Settings changes the server's settings.
+	Settings() Settings
+	// Databases makes, drops and copies databases (nil: the target cannot).
+	Databases() Databases
+	// Samplers are the target's metric samplers for a run: the server's
+	// statistics, its processes, the disk under its data. note reports a
+	// sampler left out, and why.
+	Samplers(ctx context.Context, note func(format string, a ...any)) []sampler.Spec
+	// Env snapshots the environment of a run on this target.
+	Env(ctx context.Context, version string) *envinfo.Snapshot
+	// Classify puts a failed statement's error in its outcome class and
+	// returns its error code ("" when none); inCommit says whether it came
+	// from the round trip that carried the commit.
+	Classify(err error, inCommit bool, attempts int) (step.OutcomeClass, string)
+	// ScratchDir is a directory next to the server's data, on the same
+	// filesystem, for workloads that need files (storage, fsblog); ok is
+	// false when the target has none (a server of unknown layout).
+	ScratchDir(name string) (dir string, ok bool)
+	// Close releases what the target holds: restores the settings it
+	// applied when opened and stops a server it started.
+	Close(ctx context.Context) error
+}
+
+// Setting is one server setting, name=value.
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func (s Setting) String() string { return s.Name + "=" + s.Value }
+
+// Settings changes a server's settings.
+type Settings interface {
+	// Parse checks "name=value" (a usage error when malformed).
+	Parse(kv string) (Setting, error)
+	// Apply makes settings effective (a reload, or a restart when one
+	// needs it), verifies them, and returns what to restore. It changes
+	// nothing when it fails.
+	Apply(ctx context.Context, s []Setting) (Change, error)
+}
+
+// Change is a set of applied settings.
+type Change interface {
+	// Values are the applied settings' values by name.
+	Values() map[string]string
+	// Restarted reports whether the server was restarted to apply them.
+	Restarted() bool
+	// Restore puts the previous values back (also after an interrupt:
+	// give it a context that is not cancelled).
+	Restore(ctx context.Context) error
+}
+
+// Databases makes the databases of an experiment: a template loaded once,
+// a copy per run. A marker (a comment on the database) says tunebench made
+// it and what data it holds; tunebench drops only what it marked.
+type Databases interface {
+	// State reports whether db exists and its marker ("" when none).
+	State(ctx context.Context, db string) (exists bool, marker string, err error)
+	// Create makes an empty database marked with marker.
+	Create(ctx context.Context, db, marker string) error
+	// Mark replaces db's marker.
+	Mark(ctx context.Context, db, marker string) error
+	// DropOwn drops db if its marker starts with own; a database of that
+	// name that tunebench did not make is refused (usage error).
+	DropOwn(ctx context.Context, db, own string) error
+	// Seal closes db to connections (a template must be idle).
+	Seal(ctx context.Context, db string) error
+	// Copy makes db a copy of template (db must not exist).
+	Copy(ctx context.Context, db, template string) error
+}
+
+// Spec says which target to open.
+type Spec struct {
+	// The command line: a connection string, a managed server's
+	// directory, a database name.
+	DSN, ServerDir, Database string
+	// Managed starts (or attaches to) a managed server (experiments); the
+	// target then owns it and Close stops a server it started.
+	Managed *Managed
+	// Own makes the target keep every setting it applies until Close
+	// restores them (experiments); otherwise each Change is restored by
+	// the caller.
+	Own bool
+	// Base settings are applied when the target opens and restored by
+	// Close (with Own).
+	Base []Setting
+	// Getenv reads the environment (connection defaults, $TUNEBENCH_DSN).
+	Getenv   func(string) string
+	Redactor *redact.Redactor
+	// Log receives the managed server's messages (nil: none).
+	Log io.Writer
+}
+
+// Managed describes a managed server to start or attach to.
+type Managed struct {
+	Dir   string // the server's directory; "" = a temporary one, removed by Close
+	Port  int
+	PGBin string
+	RunAs string
+}
+
+// Driver opens the targets of one kind of database.
+type Driver interface {
+	// Name is the driver's name ("postgres").
+	Name() string
+	// Accepts reports whether the spec names one of its targets.
+	Accepts(s Spec) bool
+	Open(ctx context.Context, s Spec) (Target, error)
+}
+
+// Open opens the target a spec names with the first driver that accepts it.
+func Open(ctx context.Context, drivers []Driver, s Spec) (Target, error) {
+	for _, d := range drivers {
+		if d.Accepts(s) {
+			return d.Open(ctx, s)
+		}
+	}
+	return nil, errs.Usage("give a PostgreSQL connection string with --dsn, or --server-dir", "no database target accepts this connection")
+}
+
+// Speaks reports whether a workload that speaks dialects can run on t.
+func Speaks(dialects []string, t Target) bool {
+	for _, d := range dialects {
+		if d == t.Dialect() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,327 @@
+package workload
+
+import (
+	"context"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/envinfo"
+	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/run"
+	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
+)
+
+// Meta describes a workload.
+type Meta struct {
+	Name        string
+	Description string
+	Version     string
+	// Command, when set, also makes `tunebench <Command>` run the workload
+	// (`tunebench storage` is `tunebench run storage`).
+	Command string
+	// Ops lists the operations (transaction types) in display order.
+	Ops []string
+	// Dialects lists the database dialects the workload speaks (see
+	// target.Target.Dialect); empty: it needs no database.
+	Dialects []string
+}
+
+// Workload is what every workload provides: its description and its
+// options, every phase's, declared once.
+type Workload interface {
+	Meta() Meta
+	Options() option.Set
+}
+
+// Help is the text of a generated command: Use is what follows the
+// command's name on its usage line.
+type Help struct {
+	Use, Short, Long, Example string
+}
+
+// Loader builds a workload's schema and data.
+type Loader interface {
+	Workload
+	LoadHelp() Help
+	// Load builds the data in env.Target's database. An interrupted load
+	// returns an error of kind interrupted saying how to go on.
+	Load(ctx context.Context, env *LoadEnv) (*Report, error)
+}
+
+// LoadEnv is what a load gets.
+type LoadEnv struct {
+	Target  target.Target
+	Options option.Values // the load options, defaults filled, checked
+	// Given reports which options the user gave (nil: none).
+	Given option.Given
+	// Fresh: the database was made empty for this load (an experiment's):
+	// build everything, replacing nothing of the user's.
+	Fresh    bool
+	Version  string
+	Progress func(LoadProgress)
+	Note     func(format string, a ...any) // a line on stderr
+}
+
+// LoadProgress is one update of a load's progress bar.
+type LoadProgress struct {
+	What      string // the phase, e.g. "generate" or "keys, step 3 of 9"
+	Rows      int64  // rows done
+	TotalRows int64
+	// Frac is the share done in [0, 1]; negative: Rows / TotalRows.
+	Frac float64
+	// ETA is the time left; negative: unknown.
+	ETA     time.Duration
+	Elapsed time.Duration
+	Final   bool
+}
+
+// Report is what a load or a check prints when it ends; Failed is set when
+// a check failed (exit code 5).
+type Report struct {
+	Blocks []results.Block
+	Failed *Failure
+}
+
+// Failure is a failed check: What failed ("consistency check"), a Detail,
+// and the Hint for the user.
+type Failure struct {
+	What, Detail, Hint string
+}
+
+// Runner measures the workload.
+type Runner interface {
+	Workload
+	RunHelp() Help
+	Headline() Headline
+	// NewRun prepares one run; errors are usage or connection errors, and
+	// nothing has been measured or changed.
+	NewRun(ctx context.Context, env *RunEnv) (Run, error)
+}
+
+// Headline is the figure a workload's runs are compared by, and what it
+// is plotted against.
+type Headline struct {
+	Metric string // the summary field: tps, nopm, iops, read_score
+	Label  string // how tables name it: tps, NOPM
+	Unit   string // the axis label: tps (transactions per second)
+	XAxis  string // the run option on the x axis: clients, vusers
+}
+
+// RunEnv is what a run gets.
+type RunEnv struct {
+	// Target is the database (nil for a workload without dialects, unless
+	// an experiment runs it next to a managed server: see ScratchDir).
+	Target  target.Target
+	Options option.Values // the run options, defaults filled, checked
+	Seed    int64         // the run's seed, never 0
+	Version string
+	Getenv  func(string) string
+	// LookupEnv reports whether a variable is set (nil: unset).
+	LookupEnv func(string) (string, bool)
+	// Note writes a line on stderr (progress of a run that measures itself).
+	Note func(format string, a ...any)
+}
+
+// Run is one prepared run. It is one of Transactions (measured by the
+// executor) or Measurer (measures itself).
+type Run interface {
+	// Describe is the line printed before the run starts.
+	Describe() string
+	// Variant is stored with the run: the script, the mode.
+	Variant() string
+	// Params are the run's parameters as stored (marshalled to a JSON
+	// object; the run lifecycle adds its own: seed, settings, target).
+	Params() any
+}
+
+// Transactions is a run the executor drives: one worker per client.
+type Transactions interface {
+	Run
+	// Exec configures the executor.
+	Exec() Exec
+	// Before runs after the settings are applied and the environment is
+	// taken, before the workers connect.
+	Before(ctx context.Context) error
+	NewWorker(ctx context.Context, id int) (Worker, error)
+	// After derives the workload's results from the executor's (the
+	// summary has the executor's figures) and runs the checks; ctx is not
+	// cancelled by an interrupt.
+	After(ctx context.Context, res *run.Result, sum *results.Summary) (*Verdict, error)
+	// Close releases what the run holds.
+	Close()
+}
+
+// Exec is the executor's configuration of a run.
+type Exec struct {
+	option.Exec
+	// FollowServer and NewThread: see run.Config.
+	FollowServer bool
+	NewThread    func() Thread
+	// OnMeasureStart and OnMeasureEnd: see run.Config.
+	OnMeasureStart, OnMeasureEnd func()
+}
+
+// Verdict is what After concluded.
+type Verdict struct {
+	Extra results.Extra
+	// Check is the check report stored with the run (nil: none ran).
+	Check any
+	// Failures are the checks that failed: the run's status is failed and
+	// the exit code 5.
+	Failures []Failure
+	// Series are added to the executor's series.
+	Series []store.Point
+	// Warnings are printed on stderr.
+	Warnings []string
+}
+
+// Measurer is a run that measures itself (it runs fio, or its own
+// threads).
+type Measurer interface {
+	Run
+	// Measure runs. A nil result means nothing was measured (nothing is
+	// stored; err says why).
+	Measure(ctx context.Context) (*Measured, error)
+}
+
+// Measured is what a Measurer measured.
+type Measured struct {
+	Summary    *results.Summary // common fields and the workload's Extra; Status set
+	Env        *envinfo.Snapshot
+	Series     []store.Point
+	Histograms []store.Histogram
+	Check      any
+	// Exit is the error the command ends with once the run is stored as
+	// run id (nil: success); it may name the run.
+	Exit func(id int64) error
+}
+
+// Checker checks the loaded data.
+type Checker interface {
+	Workload
+	CheckHelp() Help
+	Check(ctx context.Context, env *CheckEnv) (*Report, error)
+}
+
+// CheckEnv is what a check gets.
+type CheckEnv struct {
+	Target  target.Target
+	Options option.Values // the check options, defaults filled, checked
+	Note    func(format string, a ...any)
+}
+
+// Viewer presents a workload's results: in the terminal and in the report.
+type Viewer interface {
+	// NewExtra returns an empty Extra, to decode the workload's summaries.
+	NewExtra() results.Extra
+	// Brief is a run's one-line result (results list, experiments).
+	Brief(s *results.Summary) string
+	// Show is the terminal view of a run (after the run, results show).
+	Show(s *results.Summary) []results.Block
+}
+
+// CheckViewer shows the checks a run ran (printed after the run).
+type CheckViewer interface {
+	CheckView(s *results.Summary) []results.Block
+}
+
+// Sectioner adds a section of the workload's own to the report.
+type Sectioner interface {
+	Section(runs []*results.Run) (*results.Section, error)
+}
+
+// Ticker formats the live progress line of an executor's tick; span is
+// the tick's length in seconds.
+type Ticker interface {
+	Tick(tk run.Tick, span float64) string
+}
+
+// Estimator estimates a run's and a load's time for experiment plans.
+type Estimator interface {
+	// RunTime estimates one run (its warm-up included); known is false
+	// when it cannot be told in advance (a count instead of a duration).
+	RunTime(o option.Values) (d time.Duration, known bool)
+	LoadTime(o option.Values) time.Duration
+	// DataBytes estimates the size of the loaded data.
+	DataBytes(o option.Values) int64
+}
+
+// Validator checks rules across a phase's options, beyond each option's
+// own (errors are *option.Error, naming options as {name}).
+type Validator interface {
+	Validate(p option.Phase, v option.Values, given option.Given) error
+}
+
+// All lists the workloads, sorted by name.
+func (r *Registry) All() []Workload {
+	out := make([]Workload, 0, len(r.byName))
+	for _, n := range r.Names() {
+		out = append(out, r.byName[n])
+	}
+	return out
+}
+
+// Extras decodes the workloads' summary fields (results.Decode).
+func (r *Registry) Extras() results.ExtraFunc {
+	return func(name string) (results.Extra, bool, bool) {
+		w, ok := r.byName[name]
+		if !ok {
+			return nil, false, false
+		}
+		var x results.Extra
+		if v, ok := w.(Viewer); ok {
+			x = v.NewExtra()
+		}
+		return x, ByExecutor(w), true
+	}
+}
+
+// ByExecutor reports whether the executor measures w's runs: it declares
+// the workers of a run.
+func ByExecutor(w Workload) bool {
+	_, ok := w.Options().Phase(option.PhaseRun).ByRole(option.RoleWorkers)
+	return ok
+}
+
+// Capabilities lists what a workload can do, for `tunebench workloads`.
+func Capabilities(w Workload) []string {
+	var out []string
+	if _, ok := w.(Loader); ok {
+		out = append(out, "load")
+	}
+	if _, ok := w.(Runner); ok {
+		out = append(out, "run")
+	}
+	if _, ok := w.(Checker); ok {
+		out = append(out, "check")
+	}
+	if _, ok := w.(Sectioner); ok {
+		out = append(out, "report section")
+	}
+	return out
+}
+
+// Check validates the options of one phase: each value against its
+// declaration, then the executor's rules (run phase), then the workload's
+// own rules. v is completed with the defaults and canonicalised in place.
+func Check(w Workload, p option.Phase, v option.Values, given option.Given) error {
+	set := w.Options().Phase(p)
+	for _, o := range set {
+		if _, ok := v[o.Name]; !ok {
+			v[o.Name] = o.DefaultValue()
+		}
+	}
+	if err := set.Check(v); err != nil {
+		return err
+	}
+	if p == option.PhaseRun {
+		if err := option.ExecRules(set, v, given); err != nil {
+			return err
+		}
+	}
+	if val, ok := w.(Validator); ok {
+		return val.Validate(p, v, given)
+	}
+	return nil
+}

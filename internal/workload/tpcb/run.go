@@ -1,0 +1,229 @@
+package tpcb
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/run"
+	pgt "github.com/tunebench/tunebench/internal/target/pg"
+	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/gen"
+)
+
+// RunHelp is the help of `tunebench run tpcb`.
+func (Workload) RunHelp() workload.Help {
+	return workload.Help{
+		Use:   "--script S --clients N (--duration D | --transactions T) [--rate R [--latency-limit L]]",
+		Short: "Run a pgbench-compatible TPC-B-like script and store the result",
+		Long: `Runs pgbench's built-in scripts (tpcb-like, simple-update, select-only) with the
+same statements, one statement per round trip with prepared statements (pgbench -M
+prepared), or one round trip per transaction with --pipeline. Each client has its
+own connection. tps = committed transactions / measured seconds (connection set-up
+excluded), as pgbench reports it.
+
+Closed loop by default. With --rate R the run is open loop: transactions start on a
+seeded Poisson schedule at R per second in total, latency is measured from the
+scheduled start, and schedule lag and service time are reported separately;
+--latency-limit L skips transactions already later than L when a client gets to them
+and counts completed ones over L as late (pgbench -R/-L semantics).
+
+After the run, the balance check runs (unless --no-check). The exit code is 4 when
+errors exceed --max-errors-pct of all transactions, 5 when the check fails, 130 when
+interrupted (the partial result is saved, marked interrupted).`,
+	}
+}
+
+// Headline: tps against clients.
+func (Workload) Headline() workload.Headline {
+	return workload.Headline{Metric: "tps", Label: "tps", Unit: "tps (transactions per second)", XAxis: "clients"}
+}
+
+// params are the run's parameters as stored (the lifecycle adds the
+// settings, the target and the experiment).
+type params struct {
+	Script       string        `json:"script"`
+	Clients      int           `json:"clients"`
+	Threads      int           `json:"threads,omitempty"`
+	FollowServer string        `json:"follow_server,omitempty"` // auto, on or off
+	Duration     time.Duration `json:"duration_ns"`
+	Transactions int64         `json:"transactions_per_client"`
+	Warmup       time.Duration `json:"warmup_ns"`
+	Rate         float64       `json:"rate_tps"`
+	LatencyLimit time.Duration `json:"latency_limit_ns"`
+	MaxTries     int           `json:"max_tries"`
+	Distribution string        `json:"distribution"`
+	Pipeline     bool          `json:"pipeline"`
+	Seed         int64         `json:"seed"`
+	NoCheck      bool          `json:"no_check"`
+	MaxErrorsPct float64       `json:"max_errors_pct"`
+}
+
+// tpcbRun is one prepared run.
+type tpcbRun struct {
+	env   *workload.RunEnv
+	t     *pgt.Target
+	p     params
+	exec  option.Exec
+	ro    RunOptions
+	info  Info
+	admin *pgx.Conn
+	// histBefore: pgbench_history rows before the run (for the check).
+	histBefore int64
+}
+
+// NewRun reads the loaded database's scale and prepares the run.
+func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run, error) {
+	t, err := pgt.From(env.Target)
+	if err != nil {
+		return nil, err
+	}
+	o := env.Options
+	x := option.ExecOf(w.Options().Phase(option.PhaseRun), o)
+	r := &tpcbRun{env: env, t: t, exec: x}
+	r.p = params{Script: o.String("script"), Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"),
+		Duration: x.Duration, Transactions: x.Count, Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit,
+		MaxTries: int(o.Int("max_tries")), Distribution: o.String("distribution"), Pipeline: o.Bool("pipeline"),
+		Seed: env.Seed, NoCheck: x.NoCheck, MaxErrorsPct: x.MaxErrorsPct}
+	dist, err := gen.ParseDist(r.p.Distribution)
+	if err != nil {
+		return nil, errs.Usage("see `tunebench run tpcb --help`", "%v", err)
+	}
+	conn, err := t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if r.info, err = ReadInfo(ctx, conn); err != nil {
+		return nil, errs.Usage("load it first: tunebench load tpcb --scale N", "database %s: %v", t.Describe(), err)
+	}
+	r.ro = RunOptions{Script: r.p.Script, Scale: r.info.Scale, Dist: dist, MaxTries: r.p.MaxTries, Pipeline: r.p.Pipeline, Seed: env.Seed}
+	if err := r.ro.Validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *tpcbRun) writes() bool { return r.p.Script != ScriptSelectOnly }
+
+// Describe is the header line.
+func (r *tpcbRun) Describe() string {
+	mode := "closed loop"
+	if r.p.Rate > 0 {
+		mode = fmt.Sprintf("open loop at %.1f tps", r.p.Rate)
+	}
+	length := r.p.Duration.String()
+	if r.p.Transactions > 0 {
+		length = fmt.Sprintf("%d transactions per client", r.p.Transactions)
+	}
+	threads := runThreads(r.p.Threads, r.p.Clients, r.p.Rate)
+	if threads == 0 || threads > r.p.Clients {
+		threads = r.p.Clients
+	}
+	return fmt.Sprintf("tpcb %s: scale %d, %d clients on %d threads, %s, %s, %s", r.ro.Describe(), r.info.Scale, r.p.Clients, threads, length, mode, r.t.Describe())
+}
+
+func (r *tpcbRun) Variant() string { return r.p.Script }
+func (r *tpcbRun) Params() any     { return r.p }
+
+// Exec: one worker per client, multiplexed on the threads; the threads
+// follow the server processes when asked (auto: select-only).
+func (r *tpcbRun) Exec() workload.Exec {
+	x := r.exec
+	x.Threads = runThreads(r.p.Threads, r.p.Clients, r.p.Rate)
+	return workload.Exec{Exec: x, FollowServer: followServer(r.p.FollowServer, r.p.Script), NewThread: r.t.NewThread}
+}
+
+// Before counts the history rows and clears the last run's record (a run
+// whose bookkeeping fails afterwards leaves no stale numbers).
+func (r *tpcbRun) Before(ctx context.Context) error {
+	var err error
+	if r.admin, err = r.t.Connect(ctx); err != nil {
+		return err
+	}
+	if r.histBefore, err = HistoryCount(ctx, r.admin); err != nil {
+		return err
+	}
+	if r.writes() && r.info.LoadedBy == "tunebench" {
+		return RecordRun(ctx, r.admin, nil)
+	}
+	return nil
+}
+
+func (r *tpcbRun) NewWorker(ctx context.Context, id int) (workload.Worker, error) {
+	return NewWorker(ctx, r.t, r.ro, id)
+}
+
+// After records the history expectation (committed writing transactions
+// over warm-up, measurement and drain) and runs the balance check.
+func (r *tpcbRun) After(ctx context.Context, res *run.Result, sum *results.Summary) (*workload.Verdict, error) {
+	sum.Script, sum.Scale = r.p.Script, r.info.Scale
+	sum.Protocol = "prepared"
+	if r.p.Pipeline {
+		sum.Protocol = "prepared+pipeline"
+	}
+	v := &workload.Verdict{}
+	// The admin connection may have died during the run (a server restart)
+	// without pgx having noticed yet: reconnect if it does not answer.
+	var err error
+	if r.admin == nil || r.admin.IsClosed() || r.admin.Ping(ctx) != nil {
+		if r.admin != nil {
+			r.admin.Close(ctx)
+		}
+		r.admin, err = r.t.Connect(ctx)
+	}
+	// Only tunebench-loaded databases have the meta table (not pgbench -i ones).
+	if err == nil && r.writes() && r.info.LoadedBy == "tunebench" {
+		err = RecordRun(ctx, r.admin, &RunRecord{HistoryBefore: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll})
+	}
+	if err == nil && !r.p.NoCheck && !res.Interrupted {
+		var rep CheckReport
+		if rep, err = Check(ctx, r.admin); err == nil {
+			v.Check = rep
+			if !rep.Passed {
+				v.Failures = append(v.Failures, workload.Failure{What: "consistency check", Hint: "see the check lines above"})
+			}
+		}
+	}
+	return v, err
+}
+
+func (r *tpcbRun) Close() {
+	if r.admin != nil {
+		r.admin.Close(context.Background())
+	}
+}
+
+// followServer resolves --follow-server. auto turns it on for select-only
+// only: there each server process keeps to one CPU, and a driver thread
+// pinned next to its connections' server processes wakes them without
+// inter-processor interrupts. In the writing scripts the server processes
+// wait on row locks and WAL flushes and move between CPUs, and pinned
+// driver threads were measured slower (docs/benchmarks.md).
+func followServer(mode, script string) bool {
+	switch mode {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return script == ScriptSelectOnly
+}
+
+// runThreads is the executor's thread count for --threads n (0: one per
+// core, at most one per client; the open loop always has one per client).
+func runThreads(n, clients int, rate float64) int {
+	if rate > 0 {
+		return 0
+	}
+	if n == 0 {
+		n = min(runtime.NumCPU(), clients)
+	}
+	return n
+}

@@ -1,0 +1,169 @@
+package tpcb
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/results"
+	pgt "github.com/tunebench/tunebench/internal/target/pg"
+	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/gen"
+)
+
+// Workload is the registry entry: load, run, check and the result view.
+type Workload struct{}
+
+// New returns the workload for the registry.
+func New() workload.Workload { return Workload{} }
+
+// Meta describes the workload.
+func (Workload) Meta() workload.Meta {
+	return workload.Meta{
+		Name:        "tpcb",
+		Description: "pgbench-compatible TPC-B-like workload (tpcb-like, simple-update, select-only)",
+		Version:     "1",
+		Ops:         Scripts(),
+		Dialects:    []string{pgt.Dialect},
+	}
+}
+
+// Options declares every option of the workload.
+func (Workload) Options() option.Set {
+	return option.Set{
+		{Name: "scale", Short: "s", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true, Load: true,
+			Doc: "scale factor: 100,000 accounts, 10 tellers, 1 branch per unit"},
+		{Name: "fillfactor", Kind: option.KindInt, Default: "100", Min: 10, HasMin: true, Max: 100, HasMax: true, Load: true,
+			Doc: "fill factor of accounts, tellers and branches, as pgbench's"},
+		{Name: "partitions", Kind: option.KindInt, Default: "0", HasMin: true, Load: true,
+			Doc: "partition pgbench_accounts into this many partitions (0 = none)"},
+		{Name: "partition_method", Kind: option.KindString, Default: "range", Enum: []string{"range", "hash"}, Load: true,
+			Doc: "partition method"},
+		{Name: "load_workers", Kind: option.KindInt, Default: "0", HasMin: true, Load: true, FlagOnly: true,
+			Doc: "parallel COPY streams for pgbench_accounts (0 = one per core)"},
+		{Name: "drop", Kind: option.KindBool, Load: true, FlagOnly: true,
+			Doc: "drop existing pgbench tables first (their data is lost)"},
+
+		{Name: "script", Short: "b", Kind: option.KindString, Default: ScriptTPCB, Enum: Scripts(),
+			Doc: "the pgbench built-in script"},
+		{Name: "clients", Short: "c", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true, Max: 10000, HasMax: true, Role: option.RoleWorkers,
+			Doc: "concurrent clients, each with its own connection"},
+		{Name: "threads", Short: "j", Kind: option.KindInt, Default: "0", HasMin: true, Role: option.RoleThreads,
+			Doc: "driver threads serving the clients, as pgbench -j (closed loop; 0 = one per core, at most one per client)"},
+		{Name: "follow_server", Kind: option.KindString, Default: "auto", Enum: []string{"auto", "on", "off"},
+			Doc: "with fewer threads than clients and one per CPU, pin each thread to a CPU and serve each connection from the thread on its server process's CPU (auto: on for select-only)"},
+		{Name: "duration", Short: "T", Kind: option.KindDuration, Default: "60s", Role: option.RoleDuration,
+			DefaultText: "1m unless {transactions}", Doc: "measured duration"},
+		{Name: "transactions", Short: "t", Kind: option.KindInt, HasMin: true, Role: option.RoleCount,
+			Doc: "transactions per client (like pgbench -t), instead of a duration"},
+		{Name: "warmup", Kind: option.KindDuration, Role: option.RoleWarmup,
+			Doc: "warm-up before measuring (run, not counted)"},
+		{Name: "rate", Short: "R", Kind: option.KindFloat, HasMin: true, Role: option.RoleRate,
+			Doc: "open loop: target transactions per second in total (Poisson schedule)"},
+		{Name: "latency_limit", Short: "L", Kind: option.KindDuration, Role: option.RoleLatencyLimit,
+			Doc: "with a rate: skip transactions later than this, count completed ones over it as late"},
+		{Name: "max_tries", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true,
+			Doc: "tries per transaction for serialization failures and deadlocks (1 = no retry)"},
+		{Name: "distribution", Kind: option.KindString, Default: "uniform", Validate: checkDist,
+			Doc: "account choice: uniform, zipfian:S, gaussian:T or exponential:T (pgbench's definitions)"},
+		{Name: "pipeline", Kind: option.KindBool, Default: "false",
+			Doc: "send each transaction's statements in one round trip (pgbench \\startpipeline)"},
+		{Name: "seed", Kind: option.KindInt, FlagOnly: true, Role: option.RoleSeed,
+			Doc: "random seed (0 = from the clock; stored with the run)"},
+		{Name: "no_check", Kind: option.KindBool, Default: "false", Role: option.RoleNoCheck,
+			Doc: "skip the consistency check after the run"},
+		{Name: "max_errors_pct", Kind: option.KindFloat, Default: "1", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxErrorsPct,
+			Doc: "exit with code 4 when errors exceed this percentage of transactions"},
+	}
+}
+
+// checkDist validates a distribution and returns its canonical text.
+func checkDist(text string) (string, error) {
+	d, err := gen.ParseDist(text)
+	if err != nil {
+		return "", option.Errorf("{distribution} is uniform, zipfian:S (1.001-1000), gaussian:T (>= 2) or exponential:T (> 0)", "{distribution}: "+err.Error())
+	}
+	return d.String(), nil
+}
+
+// LoadHelp is the help of `tunebench load tpcb`.
+func (Workload) LoadHelp() workload.Help {
+	return workload.Help{
+		Use:   "--scale N [--fillfactor F] [--partitions P] [--load-workers K] [--drop]",
+		Short: "Load the pgbench-compatible TPC-B-like tables (100,000 accounts per scale unit)",
+		Long: `Creates pgbench_branches, pgbench_tellers, pgbench_accounts and pgbench_history
+with pgbench's columns and sizes, loads them with COPY (accounts over several
+parallel streams), runs VACUUM ANALYZE and builds the primary keys after the data,
+as pgbench -i does. Existing tables are only replaced with --drop.`,
+	}
+}
+
+// Load builds the tables in the target's database.
+func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Report, error) {
+	t, err := pgt.From(env.Target)
+	if err != nil {
+		return nil, err
+	}
+	o := env.Options
+	lo := LoadOptions{Scale: int(o.Int("scale")), Fillfactor: int(o.Int("fillfactor")), Partitions: int(o.Int("partitions")),
+		Method: o.String("partition_method"), Workers: int(o.Int("load_workers")), Drop: o.Bool("drop") || env.Fresh}
+	if lo.Workers == 0 {
+		lo.Workers = runtime.NumCPU()
+	}
+	if err := lo.Validate(); err != nil {
+		return nil, err
+	}
+	env.Note("loading tpcb scale %d into %s with %d COPY streams", lo.Scale, t.Describe(), lo.Workers)
+	st, err := Load(ctx, t.Connect, lo, func(p LoadProgress) {
+		eta := time.Duration(-1)
+		if rate := float64(p.Rows) / p.Elapsed.Seconds(); p.Phase == "generate" && rate > 0 && p.Rows < p.TotalRows {
+			eta = time.Duration(float64(p.TotalRows-p.Rows)/rate) * time.Second / time.Second
+		}
+		env.Progress(workload.LoadProgress{What: p.Phase, Rows: p.Rows, TotalRows: p.TotalRows, Frac: -1, ETA: eta, Elapsed: p.Elapsed, Final: p.Phase == "done"})
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errs.Wrap(errs.KindInterrupted, err, "load again with --drop", "load interrupted; the tables are incomplete and marked so")
+		}
+		return nil, err
+	}
+	return &workload.Report{Blocks: []results.Block{results.Line(loadLine(st))}}, nil
+}
+
+// CheckHelp is the help of `tunebench check tpcb`.
+func (Workload) CheckHelp() workload.Help {
+	return workload.Help{
+		Short: "Check balances and the history growth of the last run",
+		Long: `In one repeatable-read snapshot: sum(abalance) = sum(tbalance) = sum(bbalance)
+= sum(pgbench_history.delta), and the rows added to pgbench_history since the last
+tunebench run started equal the writing transactions it committed (up to its
+ambiguous commits). Exit code 5 when a condition fails.`,
+	}
+}
+
+// Check runs the consistency conditions.
+func (Workload) Check(ctx context.Context, env *workload.CheckEnv) (*workload.Report, error) {
+	t, err := pgt.From(env.Target)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := ReadInfo(ctx, conn); err != nil {
+		return nil, errs.Usage("load it with `tunebench load tpcb --scale N`", "database %s: %v", t.Describe(), err)
+	}
+	rep, err := Check(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	out := &workload.Report{Blocks: checkBlocks(rep)}
+	if !rep.Passed {
+		out.Failed = &workload.Failure{What: "tpcb consistency check", Hint: "look for errors in the run, or reload with `tunebench load tpcb --drop`"}
+	}
+	return out, nil
+}
