@@ -32,7 +32,12 @@ import (
 // special options start their own.
 var pg testutil.Shared
 
-func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+// TestMain runs the package in UTC: outputs that show local times are
+// compared with goldens made in UTC (TestOldStore).
+func TestMain(m *testing.M) {
+	time.Local = time.UTC
+	os.Exit(pg.Run(m))
+}
 
 // syncBuf is a bytes.Buffer safe for the concurrent writers of a run
 // (progress ticks, error log, the interrupt handler).
