@@ -6,7 +6,7 @@ BIN     := bin/tunebench
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tunebench/tunebench/internal/cli.Version=$(VERSION)
 
-.PHONY: quickstart deps build test vet bench-tpcb bench-load-tpcb bench-tpcc clean
+.PHONY: quickstart deps build test vet lint bench-tpcb bench-load-tpcb bench-tpcc clean
 
 quickstart: deps build
 	./$(BIN) quickstart --out build/quickstart
@@ -20,7 +20,12 @@ build:
 vet:
 	$(GO) vet ./...
 
-test: build vet
+# golangci-lint, pinned in go.mod (tool directive) and built by `go tool`;
+# configuration and the temporary exclusions in .golangci.yml.
+lint:
+	$(GO) tool golangci-lint run ./...
+
+test: build vet lint
 	$(GO) test -count=1 -timeout 20m ./...
 
 # Benchmarks (not tests): tunebench next to pgbench on the same managed server.

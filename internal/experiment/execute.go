@@ -270,7 +270,7 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 				l.Status = store.StatusFailed
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 				if serr := r.Store.SavePlanLink(sctx, l); serr != nil {
-					rerr = errors.Join(rerr, serr)
+					err = errors.Join(err, serr) // the run's error and the record's
 				}
 				cancel()
 			}

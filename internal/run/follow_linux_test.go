@@ -69,7 +69,6 @@ type placedWorker struct {
 	*fakeMuxWorker
 	server  atomic.Int32
 	beganOn atomic.Int32
-	foreign atomic.Int64 // steps begun after the first look, away from the server's CPU
 }
 
 func (p *placedWorker) ServerCPU() int { return int(p.server.Load()) }

@@ -312,7 +312,6 @@ type genState struct {
 	olRand     *rand.Rand
 	olCnt      [OrdersPerDistrict + 1]uint8 // O_OL_CNT of each order of the current district
 	perm       []int                        // O_C_ID of each order of the current district
-	carrier    int
 }
 
 // Streams of the PCG generator: one per table and warehouse, one per

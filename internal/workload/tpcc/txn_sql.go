@@ -65,8 +65,6 @@ var paramDefs = [numParams]struct {
 	pThreshold: {"threshold", kInt},
 }
 
-// SQL type names of the kinds (the PL/pgSQL functions' arguments).
-var kindSQL = [...]string{kInt: "int", kIntArray: "int[]", kNumeric: "numeric", kText: "text"}
 
 func paramByName(name string) (param, bool) {
 	for i, p := range paramDefs {
