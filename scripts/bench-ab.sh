@@ -64,7 +64,9 @@ srv = os.path.join(work, "srv")
 summary = os.path.join(work, "run.json")
 
 def cmd(tb, case):
-    common = ["--server-dir", srv, "-P", "0", "--no-check", "--no-samplers", "--results", os.path.join(work, "results.db"), "--json", summary]
+    # A store per binary: an older binary refuses a store a newer one migrated.
+    store = os.path.join(work, "results-%s.db" % ("A" if tb == env["A"] else "B"))
+    common = ["--server-dir", srv, "-P", "0", "--no-check", "--no-samplers", "--results", store, "--json", summary]
     if case in ("select-only", "tpcb-like"):
         return [tb, "run", "tpcb", "-d", "tpcb", "-b", case, "-c", env["CLIENTS"], "-j", env["JOBS"], "-T", dur + "s"] + common
     return [tb, "run", "tpcc", "-d", "tpcc", "--mode", case, "-u", env["VUSERS"], "-T", dur + "s", "--rampup", env["RAMPUP"] + "s"] + common

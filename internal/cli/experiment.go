@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tunebench/tunebench/internal/driver/pg"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/experiment"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
 )
 
 func newExperimentCmd(s *State) *cobra.Command {
@@ -86,9 +86,10 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 	if progress < 0 {
 		return errs.Usage("--progress takes a duration like 5s, or 0 for none", "negative --progress")
 	}
-	// A DSN target is checked (loopback, no password) before anything else.
+	// A DSN target is checked (syntax, no password, the host) before
+	// anything else.
 	if spec.Target.DSN != "" {
-		if _, err := pg.ParseTarget(spec.Target.DSN, "", s.Redactor); err != nil {
+		if err := target.Check(s.drivers(), target.Spec{DSN: spec.Target.DSN, Redactor: s.Redactor}); err != nil {
 			return err
 		}
 	}
@@ -150,7 +151,7 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 	}
 
 	w, _ := s.Registry.Get(plan.Workload)
-	obs := s.runObserver(w, false)
+	obs := s.runObserver(w)
 	lab := &experiment.Lab{Registry: s.Registry, Drivers: s.drivers(), Spec: spec, Plan: plan, Store: st, Version: Version,
 		Progress: progress, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Redactor: s.Redactor, Log: s.Stderr,
 		Observe: obs.observe, LoadProgress: newLoadBar(s).update, LoadNote: func(string, ...any) {}}

@@ -137,8 +137,3 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 		_ = fs.MarkHidden("cpuprofile")
 	}
 }
-
-// commandName is the workload's command name in usage lines.
-func commandName(w workload.Workload, use string) string {
-	return strings.TrimSpace(w.Meta().Name + " " + use)
-}

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tunebench/tunebench/internal/store"
 )
 
 // TestOldStore: a results store written by the binary before the result
@@ -19,13 +22,13 @@ import (
 func TestOldStore(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	store := filepath.Join(dir, "results.db")
+	storePath := filepath.Join(dir, "results.db")
 	src, err := os.Open(filepath.Join("testdata", "oldstore", "results.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	dst, err := os.Create(store)
+	dst, err := os.Create(storePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func TestOldStore(t *testing.T) {
 		for i, a := range args {
 			switch {
 			case a == "STORE":
-				args[i] = store
+				args[i] = storePath
 			case i > 0 && args[i-1] == "-o":
 				args[i] = filepath.Join(dir, a)
 			}
@@ -85,8 +88,29 @@ func TestOldStore(t *testing.T) {
 	if n < 30 {
 		t.Errorf("only %d commands replayed", n)
 	}
+	// The experiments it started can be resumed: their plans, made by the
+	// old binary, are the plans the workloads' declarations make now.
+	for name, done := range map[string]int{"old-tpcb": 8, "old-tpcc": 2, "old-fsblog": 2} {
+		st, err := store.Open(context.Background(), storePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := st.GetExperiment(context.Background(), name)
+		st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(spec, []byte(e.Spec), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := h.run("experiment", "run", spec, "--resume", "--dry-run", "--results", storePath)
+		if want := "resume: " + strconv.Itoa(done) + " completed runs are kept"; r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("resuming %s made by the old binary: want %q:\n%s", name, want, r)
+		}
+	}
 	// The migrated store says which schema the old summaries have.
-	for _, ri := range listRuns(t, store) {
+	for _, ri := range listRuns(t, storePath) {
 		if ri.SummarySchema != 1 {
 			t.Errorf("run %d: summary schema %d, want 1", ri.ID, ri.SummarySchema)
 		}

@@ -90,18 +90,21 @@ func newResultsListCmd(s *State) *cobra.Command {
 }
 
 // oneLineSummary is a stored run's one-line result, from its workload's
-// view ("" when the workload or its summary is unknown).
+// view (the executor's figures for a workload this build does not have).
 func (s *State) oneLineSummary(workloadName string, raw json.RawMessage) string {
-	w, ok := s.Registry.Get(workloadName)
-	v, isViewer := w.(workload.Viewer)
-	if !ok || !isViewer || len(raw) == 0 {
+	if len(raw) == 0 {
 		return ""
 	}
 	sum, err := results.Decode(raw, s.Registry.Extras())
 	if err != nil {
 		return ""
 	}
-	return v.Brief(sum)
+	if v, ok := s.Registry.Get(workloadName); ok {
+		if v, ok := v.(workload.Viewer); ok {
+			return v.Brief(sum)
+		}
+	}
+	return results.BriefTPS(sum) // a workload this build does not have
 }
 
 func parseRunID(arg string) (int64, error) {

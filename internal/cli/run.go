@@ -11,7 +11,6 @@ import (
 	"github.com/tunebench/tunebench/internal/lifecycle"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
-	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -49,7 +48,7 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 		}
 		defer stop()
 	}
-	obs := s.runObserver(r, true)
+	obs := s.runObserver(r)
 	req.Observe = obs.observe
 	sum, runErr := lifecycle.Run(ctx, req)
 	if sum != nil && sum.RunID != 0 {
@@ -89,7 +88,7 @@ type observer struct {
 
 const errorLines = 5
 
-func (s *State) runObserver(w workload.Workload, restoredNote bool) *observer {
+func (s *State) runObserver(w workload.Workload) *observer {
 	return &observer{s: s, w: w}
 }
 
@@ -147,7 +146,3 @@ func writeJSONFile(path string, v any) error {
 	}
 	return os.Rename(path+".tmp", path)
 }
-
-// speaks is target.Speaks, for the commands that check a workload's
-// dialects before they open anything.
-var _ = target.Speaks

@@ -35,14 +35,7 @@ func CatalogOf(reg *workload.Registry) Catalog {
 		_, loads := w.(workload.Loader)
 		ew := &Workload{Name: w.Meta().Name, Description: w.Meta().Description, XAxis: h.XAxis, Metric: h.Metric,
 			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0}
-		runSet := w.Options().Phase(option.PhaseRun)
-		ew.RunTime = func(o Options) (time.Duration, bool) {
-			x := option.ExecOf(runSet, o)
-			if x.Count > 0 {
-				return x.Warmup, false
-			}
-			return x.Duration + x.Warmup, true
-		}
+		ew.RunTime = func(o Options) (time.Duration, bool) { return workload.RunTimeByRoles(w, o) }
 		if e, ok := w.(workload.Estimator); ok {
 			ew.RunTime, ew.LoadTime, ew.DataBytes = e.RunTime, e.LoadTime, e.DataBytes
 		}
@@ -54,7 +47,10 @@ func CatalogOf(reg *workload.Registry) Catalog {
 						v[opt.Name] = x
 					}
 				}
-				if err := workload.Check(w, p, v, func(name string) bool { return o.Has(name) }); err != nil {
+				// The plan fills every option with its default, so the rule
+				// "a duration and a count both given" does not apply: a
+				// count replaces the duration, as it always did in files.
+				if err := workload.Check(w, p, v, nil); err != nil {
 					return err
 				}
 			}
@@ -94,7 +90,8 @@ const marker = "tunebench experiment"
 // the file's DSN target, and applies the base settings.
 func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 	spec := l.Spec
-	ts := target.Spec{DSN: spec.Target.DSN, Own: true, Getenv: nil, Redactor: l.Redactor, Log: l.Log}
+	ts := target.Spec{DSN: spec.Target.DSN, Own: true, Redactor: l.Redactor, Log: l.Log,
+		Avoid: []string{l.Plan.Database, l.Plan.Database + "_template"}}
 	for _, b := range spec.Target.Settings {
 		ts.Base = append(ts.Base, target.Setting{Name: b.Name, Value: b.Value})
 	}
@@ -105,11 +102,6 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 	t, err := target.Open(ctx, l.Drivers, ts)
 	if err != nil {
 		return nil, err
-	}
-	if db := t.Database(); spec.Target.Managed == nil && (db == l.Plan.Database || db == l.Plan.Database+"_template") {
-		t.Close(context.WithoutCancel(ctx))
-		return nil, errs.Usage("point the dsn at another database (e.g. dbname=postgres) or change target.database",
-			"the dsn's database %s is the experiment's benchmark database; tunebench recreates that one", db)
 	}
 	w, ok := l.Registry.Get(l.Plan.Workload)
 	if !ok {

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,8 +27,10 @@ func envOf(ctx context.Context, req *Request) *envinfo.Snapshot {
 // paramsJSON is the run's parameters as stored: the workload's, and what
 // the lifecycle adds (the settings asked for, the target, the experiment,
 // the progress tick and the samplers switch).
+// The workload's values are kept as they were written (a seed is an int64
+// that a float64 would round).
 func paramsJSON(req *Request, r workload.Run) (json.RawMessage, error) {
-	m := map[string]any{}
+	m := map[string]json.RawMessage{}
 	if p := r.Params(); p != nil {
 		b, err := json.Marshal(p)
 		if err != nil {
@@ -37,20 +40,27 @@ func paramsJSON(req *Request, r workload.Run) (json.RawMessage, error) {
 			return nil, fmt.Errorf("run parameters of %s are not a JSON object: %w", req.Workload.Meta().Name, err)
 		}
 	}
-	if req.Experiment != "" {
-		m["experiment"] = req.Experiment
+	add := func(k string, v any) error {
+		b, err := json.Marshal(v)
+		m[k] = b
+		return err
 	}
-	if req.Target != nil {
-		settings := make([]string, len(req.Settings))
-		for i, s := range req.Settings {
-			settings[i] = s.String()
+	var err error
+	if req.Experiment != "" {
+		err = add("experiment", req.Experiment)
+	}
+	if req.Target != nil && err == nil {
+		var settings []string // null when none, as before
+		for _, s := range req.Settings {
+			settings = append(settings, s.String())
 		}
-		m["settings"] = settings
-		m["target"] = req.Target.Describe()
-		m["progress_ns"] = req.Progress
+		err = errors.Join(add("settings", settings), add("target", req.Target.Describe()), add("progress_ns", req.Progress))
 		if req.NoSamplers {
-			m["no_samplers"] = true
+			err = errors.Join(err, add("no_samplers", true))
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return json.Marshal(m)
 }

@@ -149,8 +149,8 @@ func FlagName(name string) string { return strings.ReplaceAll(name, "_", "-") }
 func (o *Option) Numeric() bool { return o.Kind == KindInt || o.Kind == KindFloat }
 
 // CheckValue validates text against the option and returns its canonical
-// text (booleans as true/false, lists without blanks, the rest as
-// written). Errors name the option as {name}: spell them with Render.
+// text (booleans as true/false, the rest as written: experiment plans
+// fingerprint it). Errors name the option as {name}: spell them with Render.
 func (o *Option) CheckValue(text string) (string, error) {
 	canon, err := o.checkKind(strings.TrimSpace(text))
 	if err != nil {
@@ -264,17 +264,12 @@ func (o *Option) checkKind(text string) (string, error) {
 		if len(items) == 0 {
 			return "", o.errorf("must not be empty")
 		}
-		seen := map[string]bool{}
 		for _, it := range items {
 			if len(o.Enum) > 0 && !contains(o.Enum, it) {
 				return "", o.enumError(it)
 			}
-			if seen[it] {
-				return "", o.errorf("lists %q twice", it)
-			}
-			seen[it] = true
 		}
-		return strings.Join(items, ","), nil
+		return text, nil // as written: experiment plans fingerprint it
 	}
 	unit := ""
 	if o.Kind == KindDuration {

@@ -40,15 +40,6 @@ func (s Set) Keys() Set {
 	return out
 }
 
-// Names lists the option names in declaration order.
-func (s Set) Names() []string {
-	out := make([]string, len(s))
-	for i, o := range s {
-		out[i] = o.Name
-	}
-	return out
-}
-
 // ByRole returns the option playing role r, if any.
 func (s Set) ByRole(r Role) (*Option, bool) {
 	for i := range s {

@@ -52,30 +52,18 @@ type runData struct {
 	Ops []opLatency // latency per transaction type
 }
 
-// summaryFields are the summary fields the report uses (docs/json-summary.md
-// plus the tpcc additions). Unknown or mistyped fields are left zero.
+// summaryFields are the summary fields the report reads leniently, by
+// name, from a summary of any version (docs/json-summary.md); unknown or
+// mistyped fields are left zero. per_transaction is the time profile of
+// runs stored without histograms.
 type summaryFields struct {
-	Workload       string             `json:"workload"`
 	Script         string             `json:"script"`
 	Mode           string             `json:"mode"`
-	Status         string             `json:"status"`
 	Clients        int                `json:"clients"`
-	VUsers         int                `json:"vusers"`
-	Scale          int                `json:"scale"`
-	Warehouses     int                `json:"warehouses"`
-	Isolation      string             `json:"isolation"`
-	DurationS      float64            `json:"duration_s"`
-	TPS            float64            `json:"tps"`
-	NOPM           float64            `json:"nopm"`
-	TPM            float64            `json:"tpm"`
 	LatencyMs      map[string]float64 `json:"latency_ms"`
 	Errors         int64              `json:"errors"`
-	ErrorsPct      float64            `json:"errors_pct"`
 	Settings       map[string]string  `json:"settings_applied"`
 	PerTransaction []txnStats         `json:"per_transaction"`
-	Driver         struct {
-		CPUS float64 `json:"cpu_s"`
-	} `json:"driver"`
 }
 
 type txnStats struct {

@@ -120,9 +120,11 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 	rc := runCharts{Run: rd, Ref: rd.ref()}
 	sm := seriesMap(rd)
 
+	// The run's own metric when it stored a series of it (tpcc: nopm),
+	// else the executor's tps.
 	name, label, unit := "tps", "tps", "transactions per second"
-	if rd.Metric == "nopm" && len(sm["nopm"]) > 0 {
-		name, label, unit = "nopm", "NOPM", "NOPM (New-Orders per minute)"
+	if rd.Metric != "tps" && len(sm[rd.Metric]) > 0 {
+		name, label, unit = rd.Metric, rd.v.label(rd.Metric), rd.v.unit(rd.Metric)
 	}
 	title := "Throughput per second"
 	if svg, err := throughputSeriesChart(title, sm[name], label, unit, checkpointTimes(sm["pg.checkpoints"])); err != nil {

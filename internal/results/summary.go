@@ -67,6 +67,9 @@ func (s *Summary) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if string(extra) == "null" { // a typed nil pointer: nothing to add
+		return base, nil
+	}
 	return mergeObjects(base, extra)
 }
 

@@ -43,6 +43,9 @@ type SessionSpec struct {
 	// Setup runs once on every connection, before the statements are
 	// prepared (e.g. the session's default isolation level).
 	Setup []string
+	// Results: the worker reads Rows and Int (otherwise a session need
+	// not record them).
+	Results bool
 }
 
 // MaxQueued bounds the statements of one round trip.
@@ -81,7 +84,7 @@ type Session interface {
 	Receive() error
 	// Rows and Int are the results of the round trip's k-th statement:
 	// its row count, and a column (0 or 1) of its first row when that is
-	// a 32-bit integer (else 0).
+	// a 32-bit integer (else 0); with SessionSpec.Results only.
 	Rows(k int) int
 	Int(k, col int) int32
 	// InTx reports whether the connection is inside a transaction (one

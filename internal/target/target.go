@@ -16,7 +16,6 @@ import (
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/metrics/sampler"
 	"github.com/tunebench/tunebench/internal/redact"
-	"github.com/tunebench/tunebench/internal/step"
 )
 
 // Target is a database to benchmark: a server and one database on it.
@@ -40,10 +39,6 @@ type Target interface {
 	Samplers(ctx context.Context, note func(format string, a ...any)) []sampler.Spec
 	// Env snapshots the environment of a run on this target.
 	Env(ctx context.Context, version string) *envinfo.Snapshot
-	// Classify puts a failed statement's error in its outcome class and
-	// returns its error code ("" when none); inCommit says whether it came
-	// from the round trip that carried the commit.
-	Classify(err error, inCommit bool, attempts int) (step.OutcomeClass, string)
 	// ScratchDir is a directory next to the server's data, on the same
 	// filesystem, for workloads that need files (storage, fsblog); ok is
 	// false when the target has none (a server of unknown layout).
@@ -116,6 +111,10 @@ type Spec struct {
 	// Base settings are applied when the target opens and restored by
 	// Close (with Own).
 	Base []Setting
+	// Avoid lists databases the spec's connection must not name (an
+	// experiment recreates them); the target refuses it before it changes
+	// anything.
+	Avoid []string
 	// Getenv reads the environment (connection defaults, $TUNEBENCH_DSN).
 	Getenv   func(string) string
 	Redactor *redact.Redactor
@@ -137,7 +136,20 @@ type Driver interface {
 	Name() string
 	// Accepts reports whether the spec names one of its targets.
 	Accepts(s Spec) bool
+	// Check validates the spec without connecting (syntax, no password on
+	// the command line, an allowed host).
+	Check(s Spec) error
 	Open(ctx context.Context, s Spec) (Target, error)
+}
+
+// Check validates a spec with the first driver that accepts it.
+func Check(drivers []Driver, s Spec) error {
+	for _, d := range drivers {
+		if d.Accepts(s) {
+			return d.Check(s)
+		}
+	}
+	return errs.Usage("give a PostgreSQL connection string with --dsn, or --server-dir", "no database target accepts this connection")
 }
 
 // Open opens the target a spec names with the first driver that accepts it.

@@ -140,8 +140,8 @@ type Transactions interface {
 	Run
 	// Exec configures the executor.
 	Exec() Exec
-	// Before runs after the settings are applied and the environment is
-	// taken, before the workers connect.
+	// Before runs after the settings are applied, before the environment
+	// is taken and the workers connect.
 	Before(ctx context.Context) error
 	NewWorker(ctx context.Context, id int) (Worker, error)
 	// After derives the workload's results from the executor's (the
@@ -245,6 +245,16 @@ type Estimator interface {
 	LoadTime(o option.Values) time.Duration
 	// DataBytes estimates the size of the loaded data.
 	DataBytes(o option.Values) int64
+}
+
+// RunTimeByRoles estimates a run from its executor roles: its duration
+// and warm-up, or unknown (the warm-up only) when it counts transactions.
+func RunTimeByRoles(w Workload, o option.Values) (time.Duration, bool) {
+	x := option.ExecOf(w.Options().Phase(option.PhaseRun), o)
+	if x.Count > 0 {
+		return x.Warmup, false
+	}
+	return x.Duration + x.Warmup, true
 }
 
 // Validator checks rules across a phase's options, beyond each option's

@@ -15,11 +15,24 @@ import (
 // PG* variables and $TUNEBENCH_DSN), a managed server's directory
 // (--server-dir), or a managed server to start or attach to (experiments).
 func (Driver) Open(ctx context.Context, s target.Spec) (target.Target, error) {
+	if err := (Driver{}).Check(s); err != nil {
+		return nil, err
+	}
 	t, err := open(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// Check parses a connection string given on the command line or in an
+// experiment file: syntax, no password, a loopback host.
+func (Driver) Check(s target.Spec) error {
+	if s.DSN == "" || s.Managed != nil {
+		return nil
+	}
+	_, err := pgdrv.ParseTarget(s.DSN, "", s.Redactor)
+	return err
 }
 
 func open(ctx context.Context, s target.Spec) (*Target, error) {
@@ -50,6 +63,12 @@ func open(ctx context.Context, s target.Spec) (*Target, error) {
 	t.conn = conn
 	if s.Database != "" {
 		t.conn = t.conn.WithDatabase(s.Database)
+	}
+	for _, db := range s.Avoid {
+		if t.conn.Config.Database == db {
+			return nil, errs.Usage("point the dsn at another database (e.g. dbname=postgres) or change target.database",
+				"the dsn's database %s is the experiment's benchmark database; tunebench recreates that one", db)
+		}
 	}
 	if len(s.Base) > 0 {
 		if !s.Own {

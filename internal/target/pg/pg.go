@@ -12,12 +12,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tunebench/tunebench/internal/driver"
 	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/server"
-	"github.com/tunebench/tunebench/internal/step"
 	"github.com/tunebench/tunebench/internal/target"
 )
 
@@ -91,11 +89,6 @@ func (t *Target) ConnectStd(ctx context.Context) (*pgx.Conn, error) { return t.c
 
 // Server is the managed server, nil for a server given by connection string.
 func (t *Target) Server() *server.Server { return t.srv }
-
-// Classify is driver.Classify (SQLSTATE classes, connection errors).
-func (t *Target) Classify(err error, inCommit bool, attempts int) (step.OutcomeClass, string) {
-	return driver.Classify(err, inCommit, attempts)
-}
 
 // ScratchDir is a directory next to a managed server's data.
 func (t *Target) ScratchDir(name string) (string, bool) {

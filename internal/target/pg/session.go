@@ -56,16 +56,20 @@ type session struct {
 	spec    *target.SessionSpec
 	// Session: the connection, its cancellation watch, the thread discipline.
 	pgdrv.Session
-	sds []*pgconn.StatementDescription // per statement, of the current connection
 
-	slots [][]byte // each slot's encoded value (nil = NULL)
-	bufs  [][]byte // the slots' storage
-	fixed []bool   // per statement: its parameters are all integers (its Bind is kept)
+	fe    *pgproto3.Frontend // of the current connection
+	types []target.ParamType // spec.Slots
+	slots [][]byte           // each slot's encoded value (nil = NULL)
+	bufs  [][]byte           // the slots' storage
+	// fixed: per statement, its parameters are integers whose buffers are
+	// written in place, so its Bind is kept; a NULL (or a text) in such a
+	// slot makes the statements that use it refill theirs on every Queue.
+	fixed []bool
+	users [][]int // per slot, the statements that use it
 
 	args      [][][]byte // per statement: its parameters' values
 	binds     []pgproto3.Bind
 	resultFmt []int16
-	describe  pgproto3.Describe
 	execute   pgproto3.Execute
 	sync      pgproto3.Sync
 	rollbackQ pgproto3.Query
@@ -81,8 +85,7 @@ func (t *Target) NewSession(ctx context.Context, spec *target.SessionSpec) (targ
 }
 
 func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec) (*session, error) {
-	s := &session{connect: connect, spec: spec, resultFmt: []int16{1}}
-	s.describe = pgproto3.Describe{ObjectType: 'P'}
+	s := &session{connect: connect, spec: spec, types: spec.Slots, resultFmt: []int16{1}}
 	s.rollbackQ = pgproto3.Query{String: "ROLLBACK"}
 	s.slots = make([][]byte, len(spec.Slots))
 	s.bufs = make([][]byte, len(spec.Slots))
@@ -100,7 +103,7 @@ func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec
 	s.args = make([][][]byte, len(spec.Stmts))
 	s.binds = make([]pgproto3.Bind, len(spec.Stmts))
 	s.fixed = make([]bool, len(spec.Stmts))
-	s.sds = make([]*pgconn.StatementDescription, len(spec.Stmts))
+	s.users = make([][]int, len(spec.Slots))
 	for i, st := range spec.Stmts {
 		fmts := make([]int16, len(st.Params))
 		s.fixed[i] = true
@@ -108,6 +111,7 @@ func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec
 			typ := spec.Slots[p]
 			fmts[j] = slotFormat[typ]
 			s.fixed[i] = s.fixed[i] && (typ == target.Int4 || typ == target.Int8)
+			s.users[p] = append(s.users[p], i)
 		}
 		s.args[i] = make([][]byte, len(st.Params))
 		s.fill(i)
@@ -145,17 +149,15 @@ func (s *session) reconnect(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	for i, st := range s.spec.Stmts {
+	for _, st := range s.spec.Stmts {
 		oids := make([]uint32, len(st.Params))
 		for j, p := range st.Params {
 			oids[j] = slotOID[s.spec.Slots[p]]
 		}
-		sd, err := conn.PgConn().Prepare(ctx, st.Name, st.SQL, oids)
-		if err != nil {
+		if _, err := conn.PgConn().Prepare(ctx, st.Name, st.SQL, oids); err != nil {
 			_ = conn.Close(context.Background())
 			return fmt.Errorf("prepare %s: %w", st.Name, err)
 		}
-		s.sds[i] = sd
 	}
 	// From here on the session reads the connection itself (Replies):
 	// pgconn must have nothing buffered and no read in progress (a slow
@@ -166,6 +168,7 @@ func (s *session) reconnect(ctx context.Context) error {
 		return fmt.Errorf("sync connection: %w", err)
 	}
 	s.Use(conn)
+	s.fe = conn.PgConn().Frontend()
 	s.replies.Reset()
 	s.queued = 0
 	return nil
@@ -184,9 +187,11 @@ func (s *session) Retryable(code string) bool { return driver.Retryable(code) }
 // SetInt writes v into the slot (in place for integer slots).
 func (s *session) SetInt(slot int, v int64) {
 	b := s.bufs[slot]
-	switch s.spec.Slots[slot] {
+	switch s.types[slot] {
 	case target.Int4:
 		binary.BigEndian.PutUint32(b, uint32(int32(v)))
+		s.slots[slot] = b
+		return
 	case target.Int8:
 		binary.BigEndian.PutUint64(b, uint64(v))
 	default:
@@ -197,11 +202,29 @@ func (s *session) SetInt(slot int, v int64) {
 }
 
 func (s *session) SetText(slot int, v []byte) {
+	if t := s.types[slot]; t == target.Int4 || t == target.Int8 {
+		s.unfix(slot)
+		s.slots[slot] = append([]byte(nil), v...)
+		return
+	}
 	s.bufs[slot] = append(s.bufs[slot][:0], v...)
 	s.slots[slot] = s.bufs[slot]
 }
 
-func (s *session) SetNull(slot int) { s.slots[slot] = nil }
+func (s *session) SetNull(slot int) {
+	s.unfix(slot)
+	s.slots[slot] = nil
+}
+
+// unfix makes the statements that use an integer slot refill their
+// parameters on every Queue (the slot no longer holds its buffer).
+func (s *session) unfix(slot int) {
+	if t := s.types[slot]; t == target.Int4 || t == target.Int8 {
+		for _, i := range s.users[slot] {
+			s.fixed[i] = false
+		}
+	}
+}
 
 // SetIntArray encodes a one-dimensional int4[] without NULLs in binary:
 // ndim, has-null flag, element type, then length and lower bound, then
@@ -221,32 +244,30 @@ func (s *session) SetIntArray(slot int, vs []int32) {
 	s.slots[slot] = b
 }
 
-// Queue buffers statement i's Bind (a Describe when it returns no
-// columns, as pgconn's ExecStatement sends) and Execute.
+// Queue buffers statement i's Bind and Execute.
 func (s *session) Queue(i int) {
 	if !s.fixed[i] {
 		s.fill(i)
 	}
-	fe := s.Conn.PgConn().Frontend()
-	fe.SendBind(&s.binds[i])
-	if len(s.sds[i].Fields) == 0 {
-		fe.SendDescribe(&s.describe)
-	}
-	fe.SendExecute(&s.execute)
+	s.fe.SendBind(&s.binds[i])
+	s.fe.SendExecute(&s.execute)
 	s.queued++
 }
 
 // Send ends the round trip with a Sync and writes it.
 func (s *session) Send() error {
-	fe := s.Conn.PgConn().Frontend()
-	fe.SendSync(&s.sync)
-	return fe.Flush()
+	s.fe.SendSync(&s.sync)
+	return s.fe.Flush()
 }
 
-// Receive reads the round trip's replies up to ReadyForQuery.
+// Receive reads the round trip's replies up to ReadyForQuery (recording
+// each statement's results when the spec asks for them).
 func (s *session) Receive() error {
 	n := min(s.queued, len(s.res))
 	s.queued = 0
+	if !s.spec.Results {
+		return s.replies.UntilReady(s.Conn.PgConn())
+	}
 	return s.replies.Collect(s.Conn.PgConn(), s.res[:n])
 }
 
@@ -260,9 +281,8 @@ func (s *session) InTx() bool { return s.Conn != nil && s.replies.TxStatus() != 
 // (pgconn must not read from the connection: see Replies); a session's
 // cancellation watch interrupts it if the step's context is cancelled.
 func (s *session) Rollback() error {
-	fe := s.Conn.PgConn().Frontend()
-	fe.SendQuery(&s.rollbackQ)
-	err := fe.Flush()
+	s.fe.SendQuery(&s.rollbackQ)
+	err := s.fe.Flush()
 	if err == nil {
 		err = s.replies.UntilReady(s.Conn.PgConn())
 	}

@@ -11,7 +11,7 @@ import (
 // format.
 func TestSlotEncoding(t *testing.T) {
 	spec := &target.SessionSpec{Slots: []target.ParamType{target.Int4, target.Int8, target.Numeric, target.Text, target.Int4Array}}
-	s := &session{spec: spec, slots: make([][]byte, 5), bufs: [][]byte{make([]byte, 4), make([]byte, 8), nil, nil, nil}}
+	s := &session{spec: spec, types: spec.Slots, slots: make([][]byte, 5), bufs: [][]byte{make([]byte, 4), make([]byte, 8), nil, nil, nil}}
 	s.SetInt(0, -2)
 	before := &s.bufs[0][0]
 	s.SetInt(0, 7)
@@ -35,5 +35,40 @@ func TestSlotEncoding(t *testing.T) {
 	want := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7, 0, 0, 0, 4, 0, 1, 0x86, 0xa1}
 	if string(s.slots[4]) != string(want) {
 		t.Errorf("int4[] % x, want % x", s.slots[4], want)
+	}
+}
+
+// TestNullInIntegerSlot: a statement whose integer parameters keep their
+// Bind refills them once a slot it uses holds a NULL (or text), and sends
+// what the slot holds.
+func TestNullInIntegerSlot(t *testing.T) {
+	spec := &target.SessionSpec{Slots: []target.ParamType{target.Int4, target.Int4},
+		Stmts: []target.Stmt{{Name: "a", SQL: "select $1", Params: []int{0}}, {Name: "b", SQL: "select $1", Params: []int{1}}}}
+	s := &session{spec: spec, types: spec.Slots, slots: make([][]byte, 2), bufs: [][]byte{make([]byte, 4), make([]byte, 4)},
+		fixed: []bool{true, true}, users: [][]int{{0}, {1}}, args: [][][]byte{make([][]byte, 1), make([][]byte, 1)}}
+	s.slots[0], s.slots[1] = s.bufs[0], s.bufs[1]
+	s.fill(0)
+	s.fill(1)
+	s.SetInt(0, 5)
+	if string(s.args[0][0]) != "\x00\x00\x00\x05" {
+		t.Fatalf("in-place int: % x", s.args[0][0])
+	}
+	s.SetNull(0)
+	if s.fixed[0] == true || s.fixed[1] == false {
+		t.Fatalf("fixed %v after a NULL in slot 0", s.fixed)
+	}
+	s.fill(0)
+	if s.args[0][0] != nil {
+		t.Errorf("NULL sent as % x", s.args[0][0])
+	}
+	s.SetText(0, []byte("7"))
+	s.fill(0)
+	if string(s.args[0][0]) != "7" {
+		t.Errorf("text in an int slot: %q", s.args[0][0])
+	}
+	s.SetInt(0, 9)
+	s.fill(0)
+	if string(s.args[0][0]) != "\x00\x00\x00\x09" {
+		t.Errorf("int after a NULL: % x", s.args[0][0])
 	}
 }

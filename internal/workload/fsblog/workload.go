@@ -34,7 +34,7 @@ func (Workload) Options() option.Set {
 	return option.Set{
 		{Name: "dir", Kind: option.KindString,
 			Doc: "directory on the filesystem to test (required on the command line; in an experiment, default: next to the managed server's data); the tree goes into a new directory under it"},
-		{Name: "writers", Kind: option.KindInt, Default: i(DefaultWriters), HasMin: true, Doc: "writers (create blogs)"},
+		{Name: "writers", Kind: option.KindInt, Default: i(DefaultWriters), Min: 1, HasMin: true, Doc: "writers (create blogs)"},
 		{Name: "rewriters", Kind: option.KindInt, Default: i(DefaultRewriters), HasMin: true, Doc: "rewriters (replace articles and pictures)"},
 		{Name: "commenters", Kind: option.KindInt, Default: i(DefaultCommenters), HasMin: true, Doc: "commenters (write comments)"},
 		{Name: "readers", Kind: option.KindInt, Default: i(DefaultReaders), HasMin: true, Doc: "readers (read blogs)"},

@@ -45,7 +45,7 @@ func (Workload) Options() option.Set {
 	return option.Set{
 		{Name: "dir", Kind: option.KindString, Default: "",
 			Doc: "directory on the filesystem to test (required on the command line; in an experiment, default: next to the managed server's data); a block device only with --allow-destroy"},
-		{Name: "size", Kind: option.KindString, Default: "4G", Validate: checkSize("size"),
+		{Name: "size", Kind: option.KindString, Default: "1G", Validate: checkSize("size"),
 			Doc: "data set size in total, split evenly between the jobs (k, M, G, T: powers of 1024)"},
 		{Name: "block_size", Kind: option.KindString, Default: "8k", Validate: checkSize("block_size"),
 			Doc: "bytes per I/O (fio bs=)"},
@@ -97,7 +97,7 @@ func (Workload) Validate(p option.Phase, v option.Values, given option.Given) er
 // RunHelp is the help of `tunebench storage` and `tunebench run storage`.
 func (Workload) RunHelp() workload.Help {
 	return workload.Help{
-		Use:   "--dir D [--size 4G] [--block-size 8k] [--jobs N] [--runtime 60s] [--direct] [--tests ...]",
+		Use:   "--dir D [--size 1G] [--block-size 8k] [--jobs N] [--runtime 60s] [--direct] [--tests ...]",
 		Short: "Storage baseline with fio: sequential/random read and write, 50/50 mix",
 		Long: `Runs fio (which must be installed) with generated job files for five standard
 tests, one fio process per test, reads fio's JSON output and stores per test the

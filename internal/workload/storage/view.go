@@ -80,17 +80,20 @@ func extraOf(s *results.Summary) *Summary {
 	return &Summary{}
 }
 
-// Brief is each test's IOPS.
+// Brief is each test's IOPS (reads and writes together: rw-mix does both).
 func (Workload) Brief(s *results.Summary) string {
 	var parts []string
 	for _, t := range extraOf(s).Tests {
-		d := t.Read
-		if d == nil {
-			d = t.Write
+		if t.Read == nil && t.Write == nil {
+			continue
 		}
-		if d != nil {
-			parts = append(parts, fmt.Sprintf("%s %.0f IOPS", t.Name, d.IOPS))
+		var v float64
+		for _, d := range []*fio.Direction{t.Read, t.Write} {
+			if d != nil {
+				v += d.IOPS
+			}
 		}
+		parts = append(parts, fmt.Sprintf("%s %.0f IOPS", t.Name, v))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -95,6 +95,7 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 	if err != nil {
 		return nil, errs.Usage("see `tunebench run tpcb --help`", "%v", err)
 	}
+	r.p.Distribution = dist.String()
 	conn, err := t.Connect(ctx)
 	if err != nil {
 		return nil, err

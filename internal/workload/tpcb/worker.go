@@ -56,21 +56,33 @@ const (
 	nParams
 )
 
-// Statements, by index into the session's list.
-const (
-	sBegin = iota
-	sEnd
-	sUpdAccount
-	sSelAccount
-	sUpdTeller
-	sUpdBranch
-	sInsHistory
-	nStmts
+// The statements of the scripts.
+var (
+	stBegin      = target.Stmt{Name: "tb_begin", SQL: sqlBegin}
+	stEnd        = target.Stmt{Name: "tb_end", SQL: sqlEnd}
+	stUpdAccount = target.Stmt{Name: "tb_upd_a", SQL: sqlUpdAccount, Params: []int{pDelta, pAid}}
+	stSelAccount = target.Stmt{Name: "tb_sel_a", SQL: sqlSelAccount, Params: []int{pAid}}
+	stUpdTeller  = target.Stmt{Name: "tb_upd_t", SQL: sqlUpdTeller, Params: []int{pDelta, pTid}}
+	stUpdBranch  = target.Stmt{Name: "tb_upd_b", SQL: sqlUpdBranch, Params: []int{pDelta, pBid}}
+	stInsHistory = target.Stmt{Name: "tb_ins_h", SQL: sqlInsHistory, Params: []int{pTid, pBid, pAid, pDelta}}
 )
 
-// sessionSpec declares the slots and statements of a worker's session;
-// aid is a bigint from BigintScale on, as in pgbench.
-func sessionSpec(id int, big bool) *target.SessionSpec {
+// scriptSteps are the statements of a script, in order.
+func scriptSteps(script string) []target.Stmt {
+	switch script {
+	case ScriptSelectOnly:
+		return []target.Stmt{stSelAccount}
+	case ScriptSimpleUpdate:
+		return []target.Stmt{stBegin, stUpdAccount, stSelAccount, stInsHistory, stEnd}
+	default:
+		return []target.Stmt{stBegin, stUpdAccount, stSelAccount, stUpdTeller, stUpdBranch, stInsHistory, stEnd}
+	}
+}
+
+// sessionSpec declares the slots and the script's statements (the
+// session's statement i is the script's step i); aid is a bigint from
+// BigintScale on, as in pgbench.
+func sessionSpec(id int, script string, big bool) *target.SessionSpec {
 	aid := target.Int4
 	if big {
 		aid = target.Int8
@@ -78,27 +90,7 @@ func sessionSpec(id int, big bool) *target.SessionSpec {
 	return &target.SessionSpec{
 		ID:    id,
 		Slots: []target.ParamType{pAid: aid, pBid: target.Int4, pTid: target.Int4, pDelta: target.Int4},
-		Stmts: []target.Stmt{
-			sBegin:      {Name: "tb_begin", SQL: sqlBegin},
-			sEnd:        {Name: "tb_end", SQL: sqlEnd},
-			sUpdAccount: {Name: "tb_upd_a", SQL: sqlUpdAccount, Params: []int{pDelta, pAid}},
-			sSelAccount: {Name: "tb_sel_a", SQL: sqlSelAccount, Params: []int{pAid}},
-			sUpdTeller:  {Name: "tb_upd_t", SQL: sqlUpdTeller, Params: []int{pDelta, pTid}},
-			sUpdBranch:  {Name: "tb_upd_b", SQL: sqlUpdBranch, Params: []int{pDelta, pBid}},
-			sInsHistory: {Name: "tb_ins_h", SQL: sqlInsHistory, Params: []int{pTid, pBid, pAid, pDelta}},
-		},
-	}
-}
-
-// scriptSteps are the statements of a script, in order.
-func scriptSteps(script string) []int {
-	switch script {
-	case ScriptSelectOnly:
-		return []int{sSelAccount}
-	case ScriptSimpleUpdate:
-		return []int{sBegin, sUpdAccount, sSelAccount, sInsHistory, sEnd}
-	default:
-		return []int{sBegin, sUpdAccount, sSelAccount, sUpdTeller, sUpdBranch, sInsHistory, sEnd}
+		Stmts: scriptSteps(script),
 	}
 }
 
@@ -109,7 +101,8 @@ type Worker struct {
 	o     RunOptions
 	sess  target.Session
 	rng   *rand.Rand
-	steps []int
+	steps int  // statements of the script
+	end   bool // its last statement commits (END)
 
 	// the step in progress
 	out workload.Outcome
@@ -119,8 +112,9 @@ type Worker struct {
 // NewWorker makes a worker and connects its session, so set-up failures
 // surface as errors here.
 func NewWorker(ctx context.Context, ss target.Sessions, o RunOptions, id int) (*Worker, error) {
-	w := &Worker{o: o, rng: gen.NewRand(o.Seed, uint64(id)+1), steps: scriptSteps(o.Script)}
-	sess, err := ss.NewSession(ctx, sessionSpec(id, o.Scale >= BigintScale))
+	spec := sessionSpec(id, o.Script, o.Scale >= BigintScale)
+	w := &Worker{o: o, rng: gen.NewRand(o.Seed, uint64(id)+1), steps: len(spec.Stmts), end: spec.Stmts[len(spec.Stmts)-1].SQL == sqlEnd}
+	sess, err := ss.NewSession(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -177,14 +171,17 @@ func (w *Worker) next(ctx context.Context) (workload.Outcome, bool, error) {
 	if err := w.sess.Receive(); err != nil {
 		return w.failed(ctx, err)
 	}
-	if !w.o.Pipeline && w.cur < len(w.steps)-1 {
+	if !w.o.Pipeline && w.cur < w.steps-1 {
 		w.cur++
 		if err := w.send(); err != nil {
 			return w.failed(ctx, err)
 		}
 		return w.out, true, nil
 	}
-	w.out.Class, _ = w.sess.Classify(nil, false, w.out.Attempts)
+	w.out.Class = workload.ClassOK
+	if w.out.Attempts > 1 {
+		w.out.Class = workload.ClassRetriedOK
+	}
 	return w.out, false, nil
 }
 
@@ -230,7 +227,7 @@ func (w *Worker) inCommit() bool {
 	if w.o.Pipeline {
 		return w.o.Script != ScriptSelectOnly
 	}
-	return w.cur == len(w.steps)-1 && w.steps[w.cur] == sEnd
+	return w.cur == w.steps-1 && w.end
 }
 
 // draw picks the transaction's values as pgbench's scripts do: aid with the
@@ -247,11 +244,11 @@ func (w *Worker) draw() {
 // pipeline).
 func (w *Worker) send() error {
 	if w.o.Pipeline {
-		for _, s := range w.steps {
-			w.sess.Queue(s)
+		for i := 0; i < w.steps; i++ {
+			w.sess.Queue(i)
 		}
 	} else {
-		w.sess.Queue(w.steps[w.cur])
+		w.sess.Queue(w.cur)
 	}
 	return w.sess.Send()
 }

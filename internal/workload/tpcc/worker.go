@@ -157,7 +157,7 @@ var slotTypes = [...]target.ParamType{kInt: target.Int4, kIntArray: target.Int4A
 // Order-Status and Stock-Level run at the session's default; sql mode's
 // BEGIN names it too).
 func (w *Worker) sessionSpec() *target.SessionSpec {
-	spec := &target.SessionSpec{ID: w.id, Slots: make([]target.ParamType, numParams),
+	spec := &target.SessionSpec{ID: w.id, Slots: make([]target.ParamType, numParams), Results: true,
 		Setup: []string{"SET default_transaction_isolation = '" + isolationSQL[w.o.Isolation] + "'"}}
 	for p, d := range paramDefs {
 		spec.Slots[p] = slotTypes[d.kind]

@@ -108,6 +108,19 @@ func conditionList(text string) ([]int, error) {
 	return out, nil
 }
 
+// RunTime: the duration and ramp-up (unknown with an iteration count).
+func (w Workload) RunTime(o option.Values) (time.Duration, bool) {
+	return workload.RunTimeByRoles(w, o)
+}
+
+// LoadTime: about 8 s per warehouse on 2 cores, after 5 s of set-up.
+func (Workload) LoadTime(o option.Values) time.Duration {
+	return 5*time.Second + time.Duration(o.Int("warehouses"))*8*time.Second
+}
+
+// DataBytes: about 100 MB per warehouse with the indexes.
+func (Workload) DataBytes(o option.Values) int64 { return o.Int("warehouses") * 100_000_000 }
+
 // Validate: --resume and --drop exclude each other (a load rule).
 func (Workload) Validate(p option.Phase, v option.Values, given option.Given) error {
 	if p == option.PhaseLoad && v.Bool("resume") && v.Bool("drop") {

@@ -1,0 +1,85 @@
+package option
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSpell(t *testing.T) {
+	e := Errorf("give {max_tries} 1 or more", "{max_tries} must be at least 1, not 0 {Not An Option} {x")
+	msg, hint := e.Render(Flag)
+	if msg != "--max-tries must be at least 1, not 0 {Not An Option} {x" || hint != "give --max-tries 1 or more" {
+		t.Errorf("flag spelling: %q / %q", msg, hint)
+	}
+	if e.Error() != "max_tries must be at least 1, not 0 {Not An Option} {x" {
+		t.Errorf("key spelling: %q", e.Error())
+	}
+}
+
+// The executor's rules, written once, name the options of the workload
+// that declares the roles.
+func TestExecRules(t *testing.T) {
+	set := Set{
+		{Name: "vusers", Kind: KindInt, Default: "1", Role: RoleWorkers},
+		{Name: "threads", Kind: KindInt, Role: RoleThreads},
+		{Name: "duration", Kind: KindDuration, Default: "2m", Role: RoleDuration},
+		{Name: "iterations", Kind: KindInt, Role: RoleCount},
+		{Name: "rate", Kind: KindFloat, Role: RoleRate},
+		{Name: "latency_limit", Kind: KindDuration, Role: RoleLatencyLimit},
+	}
+	given := func(names ...string) Given {
+		return func(n string) bool {
+			for _, g := range names {
+				if g == n {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	cases := []struct {
+		v     Values
+		given Given
+		want  string // in the flag spelling; "" = valid
+	}{
+		{Values{"duration": "2m"}, nil, ""},
+		{Values{"duration": "2m", "iterations": "5"}, given("duration", "iterations"), "--duration and --iterations both given"},
+		{Values{"duration": "2m", "iterations": "5"}, nil, ""}, // a count replaces the default duration
+		{Values{"duration": "0", "iterations": "0"}, nil, "nothing to run"},
+		{Values{"duration": "0", "iterations": "5", "rate": "10"}, nil, "--iterations cannot be combined with --rate"},
+		{Values{"duration": "1m", "latency_limit": "5ms"}, nil, "--latency-limit without --rate"},
+		{Values{"duration": "1m", "vusers": "4", "threads": "2", "rate": "10"}, nil, "--threads 2 with 4 vusers applies to the closed loop only"},
+	}
+	for _, c := range cases {
+		err := ExecRules(set, c.v, c.given)
+		got := ""
+		if e, ok := As(err); ok {
+			got, _ = e.Render(Flag)
+		}
+		if (c.want == "") != (err == nil) || !strings.Contains(got, c.want) {
+			t.Errorf("%v: %q, want %q", c.v, got, c.want)
+		}
+	}
+	x := ExecOf(set, Values{"duration": "2m", "iterations": "5", "vusers": "3"})
+	if x.Duration != 0 || x.Count != 5 || x.Workers != 3 || x.MaxErrorsPct != 100 {
+		t.Errorf("ExecOf: %+v", x)
+	}
+}
+
+func TestListsAndDefaults(t *testing.T) {
+	o := Option{Name: "tests", Kind: KindList, Enum: []string{"a", "b"}}
+	if v, err := o.CheckValue(" a, b "); err != nil || v != "a, b" {
+		t.Errorf("list kept as written: %q %v", v, err)
+	}
+	if _, err := o.CheckValue("a,c"); err == nil || !strings.Contains(err.Error(), "one of a, b") {
+		t.Errorf("list enum: %v", err)
+	}
+	s := Set{{Name: "dir", Kind: KindString}, {Name: "n", Kind: KindInt, Default: "3"}}
+	v := s.Complete(Values{})
+	if err := s.Check(v); err != nil || v["n"] != "3" || v["dir"] != "" {
+		t.Errorf("an empty default is left open: %v %v", v, err)
+	}
+	if err := s.Check(Values{"dir": ""}); err != nil {
+		t.Errorf("empty dir: %v", err)
+	}
+}
