@@ -35,6 +35,13 @@ bench-tpcb: deps build
 bench-load-tpcb: deps build
 	scripts/bench-load-tpcb.sh
 
+# Benchmark (not a test): this tree's binary against another one (OLD=path,
+# e.g. the binary before a change), alternated on one managed server:
+# tpcb select-only and tpcb-like, tpcc procs and sql (docs/benchmarks.md).
+.PHONY: bench-ab
+bench-ab: deps build
+	scripts/bench-ab.sh
+
 # Benchmark (not a test): TPC-C-like load speed and NOPM per mode and
 # virtual users on a managed server (docs/benchmarks.md).
 bench-tpcc: deps build
