@@ -65,7 +65,6 @@ var paramDefs = [numParams]struct {
 	pThreshold: {"threshold", kInt},
 }
 
-
 func paramByName(name string) (param, bool) {
 	for i, p := range paramDefs {
 		if p.name == name {
