@@ -17,7 +17,8 @@
 # bin/tunebench, built), SCALE (10) CLIENTS (4) JOBS (cores, at most CLIENTS)
 # WAREHOUSES (4) VUSERS (4) DURATION seconds (30) RAMPUP seconds for tpcc
 # (5) RUNS (5) CASES (all: select-only,tpcb-like,procs,sql). The server and
-# its data are removed on exit, whatever happens.
+# its data are removed on exit, whatever happens. Every run (and warm-up)
+# starts on a fresh copy of the loaded database.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -42,11 +43,14 @@ SETTINGS=(--set shared_buffers=1GB --set max_wal_size=4GB --set checkpoint_timeo
 echo "== starting a managed server in $work/srv (${SETTINGS[*]})"
 "$NEW" server start --dir "$work/srv" "${SETTINGS[@]}" >"$work/start.log" 2>&1 || { cat "$work/start.log" >&2; exit 1; }
 eval "$("$NEW" server env --dir "$work/srv")"
-createdb tpcb
-createdb tpcc
+# Each run starts from the same data: the loads go into templates, and the
+# database a run uses is copied from its template before it (then CHECKPOINT),
+# so neither binary runs on a database the other one grew.
+createdb tpcb_ab_template
+createdb tpcc_ab_template
 echo "== loading tpcb scale $SCALE and tpcc $WAREHOUSES warehouses"
-"$NEW" load tpcb --server-dir "$work/srv" -d tpcb --scale "$SCALE" >"$work/load.log" 2>&1 || { cat "$work/load.log" >&2; exit 1; }
-"$NEW" load tpcc --server-dir "$work/srv" -d tpcc --warehouses "$WAREHOUSES" >"$work/load.log" 2>&1 || { cat "$work/load.log" >&2; exit 1; }
+"$NEW" load tpcb --server-dir "$work/srv" -d tpcb_ab_template --scale "$SCALE" >"$work/load.log" 2>&1 || { cat "$work/load.log" >&2; exit 1; }
+"$NEW" load tpcc --server-dir "$work/srv" -d tpcc_ab_template --warehouses "$WAREHOUSES" >"$work/load.log" 2>&1 || { cat "$work/load.log" >&2; exit 1; }
 
 echo "== machine"
 echo "cores (nproc): $NPROC; CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
@@ -71,7 +75,15 @@ def cmd(tb, case):
         return [tb, "run", "tpcb", "-d", "tpcb", "-b", case, "-c", env["CLIENTS"], "-j", env["JOBS"], "-T", dur + "s"] + common
     return [tb, "run", "tpcc", "-d", "tpcc", "--mode", case, "-u", env["VUSERS"], "-T", dur + "s", "--rampup", env["RAMPUP"] + "s"] + common
 
+def fresh(case):
+    db = "tpcb" if case in ("select-only", "tpcb-like") else "tpcc"
+    subprocess.run(["psql", "-q", "-X", "-v", "ON_ERROR_STOP=1", "-d", "postgres", "-c", "set client_min_messages = warning",
+                    "-c", "drop database if exists %s" % db,
+                    "-c", "create database %s template %s_ab_template strategy file_copy" % (db, db),
+                    "-c", "checkpoint"], check=True)
+
 def run(tb, case):
+    fresh(case)
     p = subprocess.run(cmd(tb, case), capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit("bench-ab: %s failed (exit %d):\n%s%s" % (" ".join(cmd(tb, case)), p.returncode, p.stdout, p.stderr))
@@ -88,6 +100,7 @@ print("\n== warm-up (not counted)", flush=True)
 for case in cases:
     short = lambda c: [("5s" if a == dur + "s" else a) for a in c]
     for tb in (env["A"], env["B"]):
+        fresh(case)
         subprocess.run(short(cmd(tb, case)), capture_output=True)
 
 print("\n== runs: throughput (tps; NOPM for tpcc), driver CPU ms per 1,000 transactions", flush=True)

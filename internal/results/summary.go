@@ -45,6 +45,15 @@ type Summary struct {
 // JSON fields are added to the summary's object.
 type Extra any
 
+// ExtraAs is s's Extra as the workload's own type T, or a zero T when the
+// summary holds none (a run that failed before it measured) or another type.
+func ExtraAs[T any](s *Summary) *T {
+	if x, ok := s.Extra.(*T); ok {
+		return x
+	}
+	return new(T)
+}
+
 // Metricer is an Extra that can compute a headline metric that is not one
 // of its stored fields.
 type Metricer interface {

@@ -114,3 +114,16 @@ func TestTypedNilExtra(t *testing.T) {
 		t.Errorf("merge with empty: %s", b)
 	}
 }
+
+func TestExtraAs(t *testing.T) {
+	type mine struct{ N int }
+	type other struct{ N int }
+	if got := ExtraAs[mine](&Summary{Extra: &mine{N: 3}}); got.N != 3 {
+		t.Errorf("own type: %+v", got)
+	}
+	for _, x := range []Extra{nil, &other{N: 3}, mine{N: 3}} {
+		if got := ExtraAs[mine](&Summary{Extra: x}); got == nil || got.N != 0 {
+			t.Errorf("Extra %#v: got %+v, want a zero value", x, got)
+		}
+	}
+}

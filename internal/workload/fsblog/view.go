@@ -90,12 +90,7 @@ func summarize(p params, res *Result) *Summary {
 // NewExtra decodes an fsblog summary's own fields.
 func (Workload) NewExtra() results.Extra { return &Summary{} }
 
-func extraOf(s *results.Summary) *Summary {
-	if x, ok := s.Extra.(*Summary); ok {
-		return x
-	}
-	return &Summary{}
-}
+func extraOf(s *results.Summary) *Summary { return results.ExtraAs[Summary](s) }
 
 func score(p *int64) int64 {
 	if p == nil {

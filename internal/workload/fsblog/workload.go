@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -107,22 +106,9 @@ func (Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run,
 	p := params{Dir: o.String("dir"), Writers: int(o.Int("writers")), Rewriters: int(o.Int("rewriters")), Commenters: int(o.Int("commenters")),
 		Readers: int(o.Int("readers")), Interval: o.Duration("interval"), Iterations: int(o.Int("iterations")), Fsync: o.Bool("fsync"),
 		Keep: o.Bool("keep"), Seed: env.Seed}
-	if p.Dir == "" {
-		if env.Target == nil {
-			return nil, errs.Usage("give --dir D: a directory on the filesystem to test", "no --dir")
-		}
-		d, ok := env.Target.ScratchDir("fsblog")
-		if !ok {
-			return nil, errs.Usage("give the workload option dir (the target is not a managed server)", "no directory for the blog tree")
-		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, errs.Wrap(errs.KindUsage, err, "give the workload option dir", "cannot make %s", d)
-		}
-		p.Dir = d
-	}
-	abs, err := filepath.Abs(p.Dir)
+	abs, err := workload.Dir(env, p.Dir, "fsblog", "the blog tree")
 	if err != nil {
-		return nil, errs.Usage("give a valid --dir", "--dir %s: %v", p.Dir, err)
+		return nil, err
 	}
 	p.Dir = abs
 	fi, err := os.Stat(abs)

@@ -51,22 +51,9 @@ func (Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run,
 	p := params{Dir: o.String("dir"), Size: o.String("size"), BlockSize: o.String("block_size"), Jobs: int(o.Int("jobs")),
 		IODepth: int(o.Int("iodepth")), Runtime: o.Duration("runtime"), Direct: o.Bool("direct"), Tests: o.List("tests"),
 		IOEngine: o.String("ioengine"), DropCaches: o.Bool("drop_caches"), JobFile: o.String("job_file"), AllowDestroy: o.Bool("allow_destroy")}
-	if p.Dir == "" {
-		if env.Target == nil {
-			return nil, errs.Usage("give --dir D: a directory on the filesystem to test", "no --dir")
-		}
-		d, ok := env.Target.ScratchDir("storage")
-		if !ok {
-			return nil, errs.Usage("give the workload option dir (the target is not a managed server)", "no directory for fio's files")
-		}
-		if err := mkdirScratch(d); err != nil {
-			return nil, errs.Wrap(errs.KindUsage, err, "give the workload option dir", "cannot make %s", d)
-		}
-		p.Dir = d
-	}
-	abs, err := filepath.Abs(p.Dir)
+	abs, err := workload.Dir(env, p.Dir, "storage", "fio's files")
 	if err != nil {
-		return nil, errs.Usage("give a valid --dir", "--dir %s: %v", p.Dir, err)
+		return nil, err
 	}
 	p.Dir = abs
 	if r.target, err = fio.Inspect(abs); err != nil {

@@ -6,7 +6,6 @@
 package storage
 
 import (
-	"os"
 	"strings"
 	"time"
 
@@ -140,6 +139,3 @@ func (Workload) LoadTime(option.Values) time.Duration { return 0 }
 
 // DataBytes: nothing is loaded.
 func (Workload) DataBytes(option.Values) int64 { return 0 }
-
-// mkdirScratch makes a scratch directory that does not exist yet.
-func mkdirScratch(dir string) error { return os.MkdirAll(dir, 0o755) }

@@ -73,12 +73,7 @@ func (s *Summary) Metric(name string) (float64, bool) {
 // NewExtra decodes a storage summary's own fields.
 func (Workload) NewExtra() results.Extra { return &Summary{} }
 
-func extraOf(s *results.Summary) *Summary {
-	if x, ok := s.Extra.(*Summary); ok {
-		return x
-	}
-	return &Summary{}
-}
+func extraOf(s *results.Summary) *Summary { return results.ExtraAs[Summary](s) }
 
 // Brief is each test's IOPS (reads and writes together: rw-mix does both).
 func (Workload) Brief(s *results.Summary) string {

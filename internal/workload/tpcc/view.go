@@ -55,12 +55,7 @@ type TxnStats struct {
 // NewExtra decodes a tpcc summary's own fields.
 func (Workload) NewExtra() results.Extra { return &Summary{} }
 
-func extraOf(s *results.Summary) *Summary {
-	if x, ok := s.Extra.(*Summary); ok {
-		return x
-	}
-	return &Summary{}
-}
+func extraOf(s *results.Summary) *Summary { return results.ExtraAs[Summary](s) }
 
 // Brief is the one-line result: virtual users, NOPM, TPM, errors.
 func (Workload) Brief(s *results.Summary) string {
