@@ -252,10 +252,29 @@ func failureError(f workload.Failure, id int64) error {
 }
 
 func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*results.Summary, error) {
+	// A workload that speaks to the database gets the run's settings and
+	// the samplers, as the executor's runs do; one without (storage,
+	// fsblog) measures on its own.
+	onDB := req.Target != nil && len(req.Workload.Meta().Dialects) > 0
+	if onDB {
+		_, restore, err := applySettings(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
+	}
 	if d := r.Describe(); d != "" {
 		req.emit(Event{Kind: EventHeader, Text: d})
 	}
+	smp := &sampling{}
+	if onDB {
+		smp = startSampling(ctx, req)
+		if smp.c != nil {
+			smp.c.MeasureStart()
+		}
+	}
 	m, err := r.Measure(ctx)
+	sampled := smp.stop(nil, 0)
 	if m == nil {
 		return nil, err
 	}
@@ -263,7 +282,10 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 	defer cancel()
 	sum := m.Summary
 	sum.Workload = req.Workload.Meta().Name
-	id, serr := save(bg, req, r, sum, m.Env, m.Check, m.Series, m.Histograms)
+	if m.Env == nil {
+		m.Env = envOf(bg, req)
+	}
+	id, serr := save(bg, req, r, sum, m.Env, m.Check, append(m.Series, sampled...), m.Histograms)
 	if serr != nil {
 		return sum, serr
 	}

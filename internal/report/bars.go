@@ -30,6 +30,24 @@ type hbar struct {
 // bar from zero would mislead). ref, when not NaN, draws a dashed reference
 // line (1.0 for ratios).
 func hbarChart(title, vlabel string, columns []string, rows []hbar, points bool, ref float64, refLabel string) (template.HTML, error) {
+	return hbarChartScaled(title, vlabel, columns, rows, points, false, ref, refLabel)
+}
+
+// hbarChartScaled is hbarChart with a choice of a logarithmic value axis
+// (for values spanning orders of magnitude, like query times); with it the
+// values are drawn as points, since a bar has no zero to start from, and
+// values that are not positive are left out.
+func hbarChartScaled(title, vlabel string, columns []string, rows []hbar, points, logX bool, ref float64, refLabel string) (template.HTML, error) {
+	if logX {
+		points = true
+		for _, r := range rows {
+			for i, v := range r.Values {
+				if v <= 0 {
+					r.Values[i] = math.NaN()
+				}
+			}
+		}
+	}
 	n := len(rows)
 	if n == 0 {
 		return "", nil
@@ -119,6 +137,11 @@ func hbarChart(title, vlabel string, columns []string, rows []hbar, points bool,
 	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
 	p.Y.Tick.Label.Font.Size = 10
 	p.X.Tick.Marker = niceTicks{}
+	if logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Min, p.X.Max = p.X.Min/1.5, p.X.Max*1.5
+	}
 	if !points && p.X.Min > 0 {
 		p.X.Min = 0
 	}

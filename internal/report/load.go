@@ -329,7 +329,7 @@ func (d *dataset) finish() {
 func (rd *runData) classify(planMetric string) {
 	r := rd.Run
 	rd.Kind = kindOther
-	if rd.v.measured(r.Workload, rd.Raw) {
+	if rd.v.measured(r.Workload, rd.Raw) || rd.v.onDatabase(r.Workload) {
 		rd.Kind = kindDB
 	}
 
@@ -538,6 +538,19 @@ func (v *views) measured(name string, raw map[string]any) bool {
 		return workload.ByExecutor(w)
 	}
 	_, ok := raw["tps"].(float64)
+	return ok
+}
+
+// onDatabase reports whether a workload that measures itself runs on a
+// database (tpch): its runs are compared by their headline metric like the
+// executor's, with the server's series, though they have no latency
+// percentiles of the executor's.
+func (v *views) onDatabase(name string) bool {
+	w := v.workload(name)
+	if w == nil || len(w.Meta().Dialects) == 0 {
+		return false
+	}
+	_, ok := w.(workload.Runner)
 	return ok
 }
 

@@ -105,7 +105,7 @@ func renderSection(s *results.Section, rds []*runData) (otherView, error) {
 				rows[i].Color = i
 			}
 		}
-		svg, err := hbarChart(b.Title, b.Unit, b.Columns, rows, false, math.NaN(), "")
+		svg, err := hbarChartScaled(b.Title, b.Unit, b.Columns, rows, false, b.Log, math.NaN(), "")
 		if err != nil {
 			return v, err
 		}

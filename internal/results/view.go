@@ -63,6 +63,8 @@ type BarChart struct {
 	Rows    []Bar
 	// ColorByRow colours each row's bars by row (one column only).
 	ColorByRow bool
+	// Log draws the values on a logarithmic axis, as points.
+	Log bool
 }
 
 // Bar is one row of a bar chart; NaN values are left out.
