@@ -6,7 +6,7 @@ BIN     := bin/tunebench
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tunebench/tunebench/internal/cli.Version=$(VERSION)
 
-.PHONY: quickstart deps build test vet lint bench-tpcb bench-load-tpcb bench-tpcc clean
+.PHONY: quickstart deps build test vet lint bench-tpcb bench-load-tpcb bench-tpcc bench-tpch clean
 
 quickstart: deps build
 	./$(BIN) quickstart --out build/quickstart
@@ -46,6 +46,12 @@ bench-ab: deps build
 # virtual users on a managed server (docs/benchmarks.md).
 bench-tpcc: deps build
 	scripts/bench-tpcc.sh
+
+# Benchmark (not a test): TPC-H-like load of SF 1 next to tpchgen-cli
+# generating the same data, then validation and a power test
+# (docs/benchmarks.md).
+bench-tpch: deps build
+	scripts/bench-tpch.sh
 
 clean:
 	rm -rf bin

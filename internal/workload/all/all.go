@@ -8,6 +8,7 @@ import (
 	"github.com/tunebench/tunebench/internal/workload/storage"
 	"github.com/tunebench/tunebench/internal/workload/tpcb"
 	"github.com/tunebench/tunebench/internal/workload/tpcc"
+	"github.com/tunebench/tunebench/internal/workload/tpch"
 )
 
 // Registry returns a registry of every workload.
@@ -15,6 +16,7 @@ func Registry() *workload.Registry {
 	return workload.NewRegistry(
 		tpcb.New(),
 		tpcc.New(),
+		tpch.New(),
 		storage.New(),
 		fsblog.New(),
 	)

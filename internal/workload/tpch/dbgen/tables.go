@@ -412,3 +412,6 @@ func (g *Generator) customer(w *writer, first, n int64) {
 		}
 	}
 }
+
+// Scale is the generator's scale factor.
+func (g *Generator) Scale() float64 { return g.sf }

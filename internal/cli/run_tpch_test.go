@@ -1,0 +1,163 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/testutil"
+)
+
+// tpchSummaryJSON is the part of a tpch run's --json summary the tests read.
+type tpchSummaryJSON struct {
+	Workload   string  `json:"workload"`
+	Status     string  `json:"status"`
+	Test       string  `json:"test"`
+	Scale      float64 `json:"scale_factor"`
+	Streams    int     `json:"streams"`
+	Seed       int64   `json:"seed"`
+	Power      float64 `json:"power"`
+	Throughput float64 `json:"throughput"`
+	QphH       float64 `json:"qphh"`
+	GeoMean    float64 `json:"geomean_s"`
+	Queries    []struct {
+		Stream int      `json:"stream"`
+		Query  int      `json:"query"`
+		Params []string `json:"params"`
+		Status string   `json:"status"`
+	} `json:"queries"`
+	Refreshes []struct {
+		Function string `json:"function"`
+		Stream   int    `json:"stream"`
+		Orders   int64  `json:"orders"`
+	} `json:"refreshes"`
+	Validation []struct {
+		Query  int    `json:"query"`
+		Passed bool   `json:"passed"`
+		Detail string `json:"detail"`
+	} `json:"validation"`
+	Plans []struct {
+		Query int    `json:"query"`
+		Shape string `json:"shape"`
+	} `json:"plans"`
+}
+
+func readTPCH(t *testing.T, path string) tpchSummaryJSON {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s tpchSummaryJSON
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Load SF 0.01, validate the 22 answers, run the power test and a
+// 2-stream throughput test, and check the data after the refresh
+// functions; the same seed gives the same parameters.
+func TestTPCHLoadValidateRun(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := testutil.CreateDB(t, srv)
+	conn := []string{"--server-dir", srv.Dir(), "-d", db}
+	target := append(append([]string{}, conn...), "--results", tempPath(t, "results.db"))
+
+	r := h.must(0, append([]string{"load", "tpch", "--scale", "0.01"}, conn...)...)
+	for _, want := range []string{"loaded tpch scale 0.01: 86805 rows", "generator CPU", "lineitem"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("load output lacks %q:\n%s", want, r)
+		}
+	}
+	h.must(0, append([]string{"check", "tpch"}, conn...)...)
+
+	js := tempPath(t, "validate.json")
+	r = h.must(0, append([]string{"run", "tpch", "--validate", "--json", js}, target...)...)
+	if !strings.Contains(r.stdout, "22 of 22 answers match") {
+		t.Errorf("validation output:\n%s", r)
+	}
+	v := readTPCH(t, js)
+	if len(v.Validation) != 22 || v.Status != "ok" {
+		t.Fatalf("validation summary: %+v", v)
+	}
+
+	var runs [2]tpchSummaryJSON
+	for i := range runs {
+		js := tempPath(t, "full.json")
+		r = h.must(0, append([]string{"run", "tpch", "--streams", "2", "--seed", "42", "--explain", "--json", js}, target...)...)
+		for _, want := range []string{"QphH-like", "Power@Size", "Throughput@Size", "geometric mean"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("run output lacks %q:\n%s", want, r)
+			}
+		}
+		runs[i] = readTPCH(t, js)
+		s := runs[i]
+		if s.Workload != "tpch" || s.Status != "ok" || s.Test != "full" || s.Streams != 2 || s.Seed != 42 {
+			t.Fatalf("summary header %+v", s)
+		}
+		if s.Power <= 0 || s.Throughput <= 0 || s.QphH <= 0 || s.GeoMean <= 0 || len(s.Queries) != 66 || len(s.Refreshes) != 6 || len(s.Plans) != 22 {
+			t.Fatalf("power %v throughput %v qphh %v geomean %v, %d queries, %d refreshes, %d plans",
+				s.Power, s.Throughput, s.QphH, s.GeoMean, len(s.Queries), len(s.Refreshes), len(s.Plans))
+		}
+		h.must(0, append([]string{"check", "tpch"}, conn...)...)
+	}
+	// The same seed draws the same parameters for every stream, and the
+	// streams differ from each other.
+	params := func(s tpchSummaryJSON, stream int) map[int]string {
+		m := map[int]string{}
+		for _, q := range s.Queries {
+			if q.Stream == stream {
+				m[q.Query] = strings.Join(q.Params, ",")
+			}
+		}
+		return m
+	}
+	for stream := range 3 {
+		a, b := params(runs[0], stream), params(runs[1], stream)
+		for q := range a {
+			if a[q] != b[q] {
+				t.Errorf("stream %d Q%d: parameters %q then %q with the same seed", stream, q, a[q], b[q])
+			}
+		}
+	}
+	if p0, p1 := params(runs[0], 1), params(runs[0], 2); p0[1] == p1[1] && p0[3] == p1[3] && p0[6] == p1[6] {
+		t.Errorf("streams 1 and 2 drew the same parameters: %v", p0)
+	}
+
+	// The refresh functions changed the data: validation refuses.
+	r = h.must(2, append([]string{"run", "tpch", "--validate"}, target...)...)
+	if !strings.Contains(r.stderr, "refresh functions") {
+		t.Errorf("validation after refreshes:\n%s", r)
+	}
+}
+
+// A wrong answer fails validation with exit code 5, naming the query, the
+// row and the column.
+func TestTPCHValidationFails(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := testutil.CreateDB(t, srv)
+	conn := []string{"--server-dir", srv.Dir(), "-d", db}
+	h.must(0, append([]string{"load", "tpch", "--scale", "0.01"}, conn...)...)
+	c := testutil.ConnectDB(t, srv, db)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// One lineitem of Q1's first group (returnflag A, linestatus F) costs
+	// $1,000 more.
+	if _, err := c.Exec(ctx, `update lineitem set l_extendedprice = l_extendedprice + 1000
+		where (l_orderkey, l_linenumber) = (select l_orderkey, l_linenumber from lineitem
+		where l_returnflag = 'A' and l_linestatus = 'F' order by 1, 2 limit 1)`); err != nil {
+		t.Fatal(err)
+	}
+	r := h.must(5, append([]string{"run", "tpch", "--validate", "--results", tempPath(t, "r.db")}, conn...)...)
+	if !strings.Contains(r.stderr, "Q1 row 1 column sum_base_price") || !strings.Contains(r.stdout, "DIFFERS") {
+		t.Errorf("a wrong Q1 answer:\n%s", r)
+	}
+}

@@ -1,0 +1,610 @@
+package tpch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/store"
+	pgt "github.com/tunebench/tunebench/internal/target/pg"
+	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/tpch/answers"
+	"github.com/tunebench/tunebench/internal/workload/tpch/dbgen"
+	"github.com/tunebench/tunebench/internal/workload/tpch/qgen"
+)
+
+// params are the parameters of one run; stored with it.
+type params struct {
+	Scale        float64       `json:"scale"`
+	Test         string        `json:"test"`
+	Validate     bool          `json:"validate"`
+	Streams      int           `json:"streams"`
+	Refresh      bool          `json:"refresh"`
+	QueryTimeout time.Duration `json:"query_timeout_ns"`
+	Explain      bool          `json:"explain"`
+	Analyze      bool          `json:"analyze"`
+	Seed         int64         `json:"seed"` // of the substitution parameters
+}
+
+type tpchRun struct {
+	env  *workload.RunEnv
+	t    *pgt.Target
+	p    params
+	meta meta
+}
+
+// NewRun checks that the data is loaded and fits the run.
+func (Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run, error) {
+	t, err := pgt.From(env.Target)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	m, ok, err := readMeta(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || m.Status != statusComplete {
+		return nil, errs.Usage("load it first: `tunebench load tpch --scale SF` (an interrupted load resumes when run again)",
+			"database %s has no complete TPC-H-like load", t.Describe())
+	}
+	o := env.Options
+	p := params{Scale: m.Scale, Test: o.String("test"), Validate: o.Bool("validate"), Streams: int(o.Int("streams")),
+		Refresh: o.Bool("refresh"), QueryTimeout: o.Duration("query_timeout"), Explain: o.Bool("explain"), Analyze: o.Bool("analyze"), Seed: env.Seed}
+	if qs := o.Int("query_seed"); qs != 0 {
+		p.Seed = qs
+	}
+	if p.Streams == 0 {
+		p.Streams = qgen.MinStreams(p.Scale)
+	}
+	if p.Validate {
+		p.Test, p.Streams, p.Refresh = "validate", 0, false
+		if _, ok := answers.Reference(p.Scale, 1); !ok {
+			return nil, errs.Usage(fmt.Sprintf("load scale 0.01, 0.1 or 1 to validate (reference answers exist for %s)", scalesText()),
+				"no reference answers for scale %g", p.Scale)
+		}
+		if m.Refreshed() {
+			return nil, errs.Usage("reload with `tunebench load tpch --scale "+fmt.Sprint(p.Scale)+" --drop`, and validate before running tests (experiments start each run from a fresh copy)",
+				"the refresh functions of earlier runs changed the data (%d update sets inserted, %d deleted): the reference answers no longer apply", m.NextUpdate-1, m.NextDelete-1)
+		}
+	}
+	if p.Refresh {
+		pairs := int64(0)
+		if p.Test != TestThroughput {
+			pairs++
+		}
+		if p.Test != TestPower {
+			pairs += int64(p.Streams)
+		}
+		base := dbgen.Units(dbgen.Orders, p.Scale)
+		if (m.NextDelete-1+pairs)*dbgen.RefreshOrders(p.Scale) > base {
+			return nil, errs.Usage("reload with --drop, or run with --refresh=false",
+				"the refresh functions have used %d of the %d update sets this scale has", m.NextDelete-1, base/dbgen.RefreshOrders(p.Scale))
+		}
+	}
+	return &tpchRun{env: env, t: t, p: p, meta: m}, nil
+}
+
+func scalesText() string {
+	var s []string
+	for _, sf := range answers.Scales() {
+		s = append(s, fmt.Sprint(sf))
+	}
+	return strings.Join(s, ", ")
+}
+
+func (r *tpchRun) Describe() string {
+	p := r.p
+	switch {
+	case p.Validate:
+		return fmt.Sprintf("tpch validation: the 22 queries with the validation parameters at scale %g", p.Scale)
+	case p.Test == TestPower:
+		return fmt.Sprintf("tpch power test at scale %g (seed %d)", p.Scale, p.Seed)
+	}
+	return fmt.Sprintf("tpch %s test at scale %g, %d query streams (seed %d)", p.Test, p.Scale, p.Streams, p.Seed)
+}
+
+func (r *tpchRun) Variant() string { return r.p.Test }
+func (r *tpchRun) Params() any     { return r.p }
+
+// QueryRun is one execution of a query.
+type QueryRun struct {
+	Stream  int      `json:"stream"` // 0: the power test (or validation)
+	Query   int      `json:"query"`
+	Params  []string `json:"params"`
+	Seconds float64  `json:"seconds"`
+	Rows    int64    `json:"rows"`
+	Status  string   `json:"status"` // ok, timeout, error, interrupted
+	Error   string   `json:"error,omitempty"`
+	EndS    float64  `json:"end_s"` // since the run's start
+}
+
+// Query statuses.
+const (
+	statusOK          = "ok"
+	statusTimeout     = "timeout"
+	statusError       = "error"
+	statusInterrupted = "interrupted"
+)
+
+// session is one connection that runs queries.
+type session struct {
+	conn    *pgx.Conn
+	start   time.Time
+	collect bool
+}
+
+func (r *tpchRun) session(ctx context.Context, timeout bool) (*session, error) {
+	conn, err := r.t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if timeout && r.p.QueryTimeout > 0 {
+		if _, err := conn.Exec(ctx, fmt.Sprintf("set statement_timeout = %d", r.p.QueryTimeout.Milliseconds())); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
+	return &session{conn: conn}, nil
+}
+
+// run executes a query and reads its whole result (the timing includes
+// the transfer of the last row, clause 5.3.7); with collect it keeps the
+// rows as text.
+func (s *session) run(ctx context.Context, stream int, q qgen.Query) (QueryRun, [][]string) {
+	qr := QueryRun{Stream: stream, Query: q.N, Params: q.Params}
+	var out [][]string
+	t0 := time.Now()
+	rows, err := s.conn.Query(ctx, q.SQL, pgx.QueryExecModeSimpleProtocol)
+	if err == nil {
+		for rows.Next() {
+			qr.Rows++
+			if s.collect {
+				raw := rows.RawValues()
+				row := make([]string, len(raw))
+				for i, v := range raw {
+					row[i] = string(v)
+				}
+				out = append(out, row)
+			}
+		}
+		rows.Close()
+		err = rows.Err()
+	}
+	end := time.Now()
+	qr.Seconds = end.Sub(t0).Seconds()
+	qr.EndS = end.Sub(s.start).Seconds()
+	qr.Status = statusOK
+	if err != nil {
+		var pe *pgconn.PgError
+		switch {
+		case ctx.Err() != nil:
+			qr.Status = statusInterrupted
+		case errors.As(err, &pe) && pe.Code == "57014":
+			qr.Status = statusTimeout
+		default:
+			qr.Status = statusError
+		}
+		qr.Error = err.Error()
+	}
+	return qr, out
+}
+
+func (s *session) close(ctx context.Context) { s.conn.Close(context.WithoutCancel(ctx)) }
+
+// result gathers a run's executions.
+type result struct {
+	mu      sync.Mutex
+	queries []QueryRun
+	refresh []RefreshRun
+	checks  []QueryCheck
+	plans   []Plan
+	hists   map[string]*metrics.Hist
+}
+
+func (res *result) addQuery(q QueryRun) {
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	res.queries = append(res.queries, q)
+	if q.Status == statusOK {
+		op := queryOp(q.Query)
+		if res.hists[op] == nil {
+			res.hists[op] = metrics.NewHist()
+		}
+		res.hists[op].Record(time.Duration(q.Seconds * float64(time.Second)))
+	}
+}
+
+func (res *result) addRefresh(rr RefreshRun) {
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	res.refresh = append(res.refresh, rr)
+	if rr.Error == "" {
+		if res.hists[rr.Function] == nil {
+			res.hists[rr.Function] = metrics.NewHist()
+		}
+		res.hists[rr.Function].Record(time.Duration(rr.Seconds * float64(time.Second)))
+	}
+}
+
+// Measure runs the validation or the tests.
+func (r *tpchRun) Measure(ctx context.Context) (*workload.Measured, error) {
+	p, note := r.p, r.env.Note
+	var gen *dbgen.Generator
+	if p.Refresh {
+		note("tpch: preparing the update-set generator (text pool)")
+		gen = dbgen.New(p.Scale, dbgen.COPY)
+	}
+	env := r.t.Env(ctx, r.env.Version)
+	res := &result{hists: map[string]*metrics.Hist{}}
+	x := &Summary{Scale: p.Scale, Test: p.Test, Streams: p.Streams, Seed: p.Seed, Refresh: p.Refresh}
+	if p.Analyze {
+		note("tpch: analyze (not timed)")
+		if err := parallel(ctx, r.t.Connect, 2, analyzeDDL()); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	var err error
+	switch {
+	case p.Validate:
+		err = r.validate(ctx, res, start)
+	default:
+		if p.Test != TestThroughput {
+			err = r.power(ctx, gen, res, start, x)
+		}
+		if err == nil && ctx.Err() == nil && p.Test != TestPower {
+			err = r.throughput(ctx, gen, res, start, x)
+		}
+		if err == nil && ctx.Err() == nil && p.Explain {
+			err = r.explain(ctx, res)
+		}
+	}
+	ended := time.Now()
+	interrupted := ctx.Err() != nil
+	if err != nil && !interrupted {
+		return nil, err
+	}
+	x.fill(res)
+	sum := &results.Summary{SchemaVersion: results.SchemaVersion, StartedAt: start.UTC(), EndedAt: ended.UTC(), Interrupted: interrupted, Extra: x}
+	switch {
+	case interrupted:
+		sum.Status = store.StatusInterrupted
+	case x.Failed > 0:
+		sum.Status = store.StatusFailed
+	case x.Errors+x.TimedOut > 0:
+		sum.Status = store.StatusErrors
+	default:
+		sum.Status = store.StatusOK
+	}
+	m := &workload.Measured{Summary: sum, Env: env, Series: series(res)}
+	ops := make([]string, 0, len(res.hists))
+	for op := range res.hists {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for _, op := range ops {
+		h, err := results.EncodeHist(op, "ok", store.KindLatency, res.hists[op])
+		if err != nil {
+			return nil, err
+		}
+		if h != nil {
+			m.Histograms = append(m.Histograms, *h)
+		}
+	}
+	if p.Validate {
+		m.Check = res.checks
+	}
+	m.Exit = func(id int64) error {
+		switch {
+		case interrupted:
+			return errs.New(errs.KindInterrupted, "", "tpch run interrupted; partial result saved as run %d (status interrupted)", id)
+		case x.Failed > 0:
+			return errs.New(errs.KindCheckFailed, "the lines above name each differing row and column; check the server's settings and the load (tunebench check tpch)",
+				"tpch validation failed after run %d: %d of 22 answers differ from the reference", id, x.Failed)
+		case x.Errors+x.TimedOut > 0:
+			return errs.New(errs.KindRunErrors, "see the errors above; raise --query-timeout if queries timed out",
+				"tpch run %d: %d queries failed and %d timed out (no metric is computed from an incomplete test)", id, x.Errors, x.TimedOut)
+		}
+		return nil
+	}
+	return m, nil
+}
+
+// series is the queries' time line: each query's time at its end.
+func series(res *result) []store.Point {
+	var out []store.Point
+	for _, q := range res.queries {
+		if q.Status == statusOK {
+			out = append(out, store.Point{Series: "query_s", T: q.EndS, V: q.Seconds})
+		}
+	}
+	return out
+}
+
+// QueryCheck is one query's validation.
+type QueryCheck struct {
+	Query   int     `json:"query"`
+	Passed  bool    `json:"passed"`
+	Rows    int64   `json:"rows"`
+	Seconds float64 `json:"seconds"`
+	Detail  string  `json:"detail,omitempty"`
+}
+
+// validate runs the 22 queries with the validation parameters and compares
+// each answer with the reference.
+func (r *tpchRun) validate(ctx context.Context, res *result, start time.Time) error {
+	s, err := r.session(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer s.close(ctx)
+	s.start, s.collect = start, true
+	for q := 1; q <= 22; q++ {
+		qv := qgen.Validation(q, r.p.Scale)
+		qr, rows := s.run(ctx, 0, qv)
+		res.addQuery(qr)
+		c := QueryCheck{Query: q, Rows: qr.Rows, Seconds: qr.Seconds}
+		if qr.Status != statusOK {
+			c.Detail = qr.Status + ": " + qr.Error
+		} else {
+			ref, _ := answers.Reference(r.p.Scale, q)
+			if err := answers.Compare(q, ref, rows); err != nil {
+				c.Detail = err.Error()
+			} else {
+				c.Passed = true
+			}
+		}
+		res.checks = append(res.checks, c)
+		mark := "ok"
+		if !c.Passed {
+			mark = "DIFFERS: " + c.Detail
+		}
+		r.env.Note("validate Q%-2d %8.2f s %7d rows  %s", q, qr.Seconds, qr.Rows, mark)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// power is the power test (clause 5.3.3): RF1, stream 0's 22 queries, RF2,
+// on one session.
+func (r *tpchRun) power(ctx context.Context, gen *dbgen.Generator, res *result, start time.Time, x *Summary) error {
+	s, err := r.session(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer s.close(ctx)
+	s.start = start
+	t0 := time.Now()
+	if r.p.Refresh {
+		if err := r.refresh(ctx, s.conn, gen, res, 0, "RF1"); err != nil {
+			return err
+		}
+	}
+	qs := qgen.Stream(r.p.Seed, 0, r.p.Scale)
+	for i, q := range qs {
+		qr, _ := s.run(ctx, 0, q)
+		res.addQuery(qr)
+		r.env.Note("power  Q%-2d %8.2f s %7d rows  (%d/22)%s", q.N, qr.Seconds, qr.Rows, i+1, statusNote(qr))
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	if r.p.Refresh {
+		if err := r.refresh(ctx, s.conn, gen, res, 0, "RF2"); err != nil {
+			return err
+		}
+	}
+	x.PowerSeconds = time.Since(t0).Seconds()
+	return nil
+}
+
+func statusNote(q QueryRun) string {
+	if q.Status == statusOK {
+		return ""
+	}
+	return "  " + strings.ToUpper(q.Status) + ": " + q.Error
+}
+
+// refresh runs one refresh function; an error other than an interrupt is
+// recorded and returned.
+func (r *tpchRun) refresh(ctx context.Context, conn *pgx.Conn, gen *dbgen.Generator, res *result, stream int, fn string) error {
+	var rr RefreshRun
+	var err error
+	if fn == "RF1" {
+		rr, err = rf1(ctx, conn, gen)
+	} else {
+		rr, err = rf2(ctx, conn, r.p.Scale)
+	}
+	rr.Stream = stream
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		rr.Error = err.Error()
+		res.addRefresh(rr)
+		return fmt.Errorf("%s: %w", fn, err)
+	}
+	res.addRefresh(rr)
+	r.env.Note("%-6s %s %8.2f s  set %d: %d orders, %d lineitems", streamName(stream), fn, rr.Seconds, rr.Set, rr.Orders, rr.Lines)
+	return nil
+}
+
+// refreshStream is the stream number of the throughput test's refresh
+// stream.
+const refreshStream = -1
+
+func streamName(s int) string {
+	switch s {
+	case 0:
+		return "power"
+	case refreshStream:
+		return "refresh"
+	}
+	return fmt.Sprintf("s%d", s)
+}
+
+// throughput is the throughput test (clause 5.3.4): S query streams, each
+// on its own session in its own order with its own parameters, next to a
+// refresh stream running S RF1/RF2 pairs; Ts runs from the first start to
+// the last end.
+func (r *tpchRun) throughput(ctx context.Context, gen *dbgen.Generator, res *result, start time.Time, x *Summary) error {
+	S := r.p.Streams
+	sessions := make([]*session, S)
+	for i := range sessions {
+		s, err := r.session(ctx, true)
+		if err != nil {
+			for _, o := range sessions[:i] {
+				o.close(ctx)
+			}
+			return err
+		}
+		s.start = start
+		sessions[i] = s
+	}
+	defer func() {
+		for _, s := range sessions {
+			s.close(ctx)
+		}
+	}()
+	var rconn *pgx.Conn
+	if r.p.Refresh {
+		c, err := r.t.Connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close(context.WithoutCancel(ctx))
+		rconn = c
+	}
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	for i, s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stream := i + 1
+			qs := qgen.Stream(r.p.Seed, stream, r.p.Scale)
+			for k, q := range qs {
+				qr, _ := s.run(ctx, stream, q)
+				res.addQuery(qr)
+				r.env.Note("s%-5d Q%-2d %8.2f s %7d rows  (%d/22)%s", stream, q.N, qr.Seconds, qr.Rows, k+1, statusNote(qr))
+				if ctx.Err() != nil {
+					return
+				}
+			}
+		}()
+	}
+	if r.p.Refresh {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range S {
+				for _, fn := range []string{"RF1", "RF2"} {
+					if err := r.refresh(ctx, rconn, gen, res, refreshStream, fn); err != nil {
+						select {
+						case errc <- err:
+						default:
+						}
+						return
+					}
+					if ctx.Err() != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	x.ThroughputSeconds = time.Since(t0).Seconds()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	return nil
+}
+
+// Plan is one query's plan.
+type Plan struct {
+	Query int    `json:"query"`
+	Shape string `json:"shape"` // the plan's nodes, without costs or times
+	Text  string `json:"text"`  // EXPLAIN (ANALYZE, BUFFERS)
+}
+
+// explain stores EXPLAIN (ANALYZE, BUFFERS) of stream 0's queries, in query
+// order.
+func (r *tpchRun) explain(ctx context.Context, res *result) error {
+	s, err := r.session(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer s.close(ctx)
+	qs := qgen.Stream(r.p.Seed, 0, r.p.Scale)
+	sort.Slice(qs, func(i, j int) bool { return qs[i].N < qs[j].N })
+	for _, q := range qs {
+		rows, err := s.conn.Query(ctx, "explain (analyze, buffers) "+q.SQL, pgx.QueryExecModeSimpleProtocol)
+		var lines []string
+		if err == nil {
+			for rows.Next() {
+				lines = append(lines, string(rows.RawValues()[0]))
+			}
+			rows.Close()
+			err = rows.Err()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.env.Note("explain Q%d: %v", q.N, err)
+			continue
+		}
+		text := strings.Join(lines, "\n")
+		res.plans = append(res.plans, Plan{Query: q.N, Text: text, Shape: PlanShape(text)})
+		r.env.Note("explain Q%-2d stored (%d lines)", q.N, len(lines))
+	}
+	return nil
+}
+
+// PlanShape reduces a text plan to its nodes and their nesting, without
+// costs, row counts, times or buffers: two plans with the same shape are
+// the same plan.
+func PlanShape(text string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		indent := len(line) - len(trimmed)
+		isNode := strings.HasPrefix(trimmed, "->")
+		if !isNode && indent > 0 {
+			continue // a detail line: Filter, Buffers, Sort Key ...
+		}
+		if !isNode && (strings.HasPrefix(trimmed, "Planning") || strings.HasPrefix(trimmed, "Execution") || strings.HasPrefix(trimmed, "JIT")) {
+			continue
+		}
+		name := strings.TrimSpace(strings.TrimPrefix(trimmed, "->"))
+		if i := strings.Index(name, "  ("); i >= 0 {
+			name = name[:i]
+		}
+		if name == "" {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d:%s", indent, name))
+	}
+	return strings.Join(out, "\n")
+}
