@@ -33,6 +33,7 @@ type tpchSummaryJSON struct {
 		Function string `json:"function"`
 		Stream   int    `json:"stream"`
 		Orders   int64  `json:"orders"`
+		Error    string `json:"error"`
 	} `json:"refreshes"`
 	Validation []struct {
 		Query  int    `json:"query"`
@@ -69,7 +70,7 @@ func TestTPCHLoadValidateRun(t *testing.T) {
 	conn := []string{"--server-dir", srv.Dir(), "-d", db}
 	target := append(append([]string{}, conn...), "--results", tempPath(t, "results.db"))
 
-	r := h.must(0, append([]string{"load", "tpch", "--scale", "0.01"}, conn...)...)
+	r := h.must(0, append([]string{"load", "tpch", "--scale", "0.01", "--load-workers", "2"}, conn...)...)
 	for _, want := range []string{"loaded tpch scale 0.01: 86805 rows", "generator CPU", "lineitem"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("load output lacks %q:\n%s", want, r)
@@ -145,7 +146,7 @@ func TestTPCHValidationFails(t *testing.T) {
 	srv := pg.Server(t)
 	db := testutil.CreateDB(t, srv)
 	conn := []string{"--server-dir", srv.Dir(), "-d", db}
-	h.must(0, append([]string{"load", "tpch", "--scale", "0.01"}, conn...)...)
+	h.must(0, append([]string{"load", "tpch", "--scale", "0.01", "--load-workers", "2"}, conn...)...)
 	c := testutil.ConnectDB(t, srv, db)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -156,8 +157,36 @@ func TestTPCHValidationFails(t *testing.T) {
 		where l_returnflag = 'A' and l_linestatus = 'F' order by 1, 2 limit 1)`); err != nil {
 		t.Fatal(err)
 	}
-	r := h.must(5, append([]string{"run", "tpch", "--validate", "--results", tempPath(t, "r.db")}, conn...)...)
+	results := tempPath(t, "r.db")
+	r := h.must(5, append([]string{"run", "tpch", "--validate", "--results", results}, conn...)...)
 	if !strings.Contains(r.stderr, "Q1 row 1 column sum_base_price") || !strings.Contains(r.stdout, "DIFFERS") {
 		t.Errorf("a wrong Q1 answer:\n%s", r)
+	}
+
+	// A query that reaches --query-timeout is recorded as timed out, not as
+	// a fast query, and no metric comes from the incomplete test (exit 4).
+	js := tempPath(t, "timeout.json")
+	r = h.must(4, append([]string{"run", "tpch", "--test", "power", "--refresh=false", "--query-timeout", "1ms", "--json", js, "--results", results}, conn...)...)
+	s := readTPCH(t, js)
+	timedOut := 0
+	for _, q := range s.Queries {
+		if q.Status == "timeout" {
+			timedOut++
+		}
+	}
+	if timedOut == 0 || s.Power != 0 || s.GeoMean != 0 || s.Status != "errors" || !strings.Contains(r.stderr, "timed out") {
+		t.Errorf("with a 1 ms timeout: %d timed out, power %v, geomean %v, status %s:\n%s", timedOut, s.Power, s.GeoMean, s.Status, r)
+	}
+
+	// A refresh function that fails stops the test; the run is saved with
+	// status errors. (RF1's keys are the 9th to 16th of every 32.)
+	if _, err := c.Exec(ctx, "alter table orders add constraint base_keys_only check (o_orderkey % 32 < 8)"); err != nil {
+		t.Fatal(err)
+	}
+	js = tempPath(t, "rf.json")
+	r = h.must(4, append([]string{"run", "tpch", "--test", "power", "--json", js, "--results", results}, conn...)...)
+	s = readTPCH(t, js)
+	if s.Status != "errors" || len(s.Refreshes) != 1 || s.Refreshes[0].Error == "" || len(s.Queries) != 0 || !strings.Contains(r.stderr, "refresh function failed") {
+		t.Errorf("a failing RF1: status %s, refreshes %+v, %d queries:\n%s", s.Status, s.Refreshes, len(s.Queries), r)
 	}
 }

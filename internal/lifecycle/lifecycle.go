@@ -251,17 +251,26 @@ func failureError(f workload.Failure, id int64) error {
 	return errs.New(errs.KindCheckFailed, f.Hint, "%s", msg)
 }
 
+// settingsRecorder is the Extra of a run that measures itself on a
+// database and records the settings it ran with (the executor's runs keep
+// them in Measured).
+type settingsRecorder interface {
+	RecordSettings(map[string]string)
+}
+
 func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*results.Summary, error) {
 	// A workload that speaks to the database gets the run's settings and
 	// the samplers, as the executor's runs do; one without (storage,
 	// fsblog) measures on its own.
 	onDB := req.Target != nil && len(req.Workload.Meta().Dialects) > 0
+	var applied map[string]string
 	if onDB {
-		_, restore, err := applySettings(ctx, req)
+		a, restore, err := applySettings(ctx, req)
 		if err != nil {
 			return nil, err
 		}
 		defer restore()
+		applied = a
 	}
 	if d := r.Describe(); d != "" {
 		req.emit(Event{Kind: EventHeader, Text: d})
@@ -274,9 +283,17 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 		}
 	}
 	m, err := r.Measure(ctx)
+	if m != nil && smp.c != nil {
+		// T = 0 where the workload's own measurement started (after what it
+		// prepared), so the series line up with its own times.
+		smp.c.SetZero(m.Summary.StartedAt)
+	}
 	sampled := smp.stop(nil, 0)
 	if m == nil {
 		return nil, err
+	}
+	if rec, ok := m.Summary.Extra.(settingsRecorder); ok && len(applied) > 0 {
+		rec.RecordSettings(applied)
 	}
 	bg, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

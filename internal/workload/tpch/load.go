@@ -107,6 +107,13 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 	if progress == nil {
 		progress = func(LoadProgress) {}
 	}
+	var mu sync.Mutex // progress is reported from several goroutines
+	inner := progress
+	progress = func(p LoadProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		inner(p)
+	}
 	start := time.Now()
 	st := LoadStats{Scale: o.Scale}
 	admin, err := connect(ctx)
@@ -305,13 +312,6 @@ type tableLoad struct {
 func copyTables(ctx context.Context, connect Connector, gen *dbgen.Generator, o LoadOptions, todo []dbgen.Table, progress func(LoadProgress)) ([]TableStats, error) {
 	if len(todo) == 0 {
 		return nil, nil
-	}
-	var mu sync.Mutex // progress is called from the ticker and the workers
-	inner := progress
-	progress = func(p LoadProgress) {
-		mu.Lock()
-		defer mu.Unlock()
-		inner(p)
 	}
 	loads := make([]*tableLoad, len(todo))
 	var total int64
@@ -658,8 +658,8 @@ func parallel(ctx context.Context, connect Connector, workers int, stmts []strin
 }
 
 // parallelCounted runs statements over up to workers connections, in
-// order of the list, each with a generous maintenance_work_mem for index
-// builds.
+// order of the list, each with maintenance_work_mem raised to 256MB for the
+// index builds (never lowered).
 func parallelCounted(ctx context.Context, connect Connector, workers int, stmts []string, done func()) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -681,7 +681,7 @@ func parallelCounted(ctx context.Context, connect Connector, workers int, stmts 
 				return
 			}
 			defer conn.Close(context.WithoutCancel(ctx))
-			if _, err := conn.Exec(ctx, "set maintenance_work_mem = '256MB'"); err != nil {
+			if _, err := conn.Exec(ctx, "select set_config('maintenance_work_mem', '256MB', false) where pg_size_bytes(current_setting('maintenance_work_mem')) < 256 * 1024 * 1024"); err != nil {
 				errc <- err
 				cancel()
 				return

@@ -96,6 +96,16 @@ func (Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run,
 				"the refresh functions have used %d of the %d update sets this scale has", m.NextDelete-1, base/dbgen.RefreshOrders(p.Scale))
 		}
 	}
+	if !p.Validate && p.Test != TestPower {
+		var maxConn, used int
+		if err := conn.QueryRow(ctx, "select current_setting('max_connections')::int, (select count(*) from pg_stat_activity)").Scan(&maxConn, &used); err != nil {
+			return nil, err
+		}
+		if need := p.Streams + 2; used+need > maxConn {
+			return nil, errs.Usage(fmt.Sprintf("run with --streams %d or fewer, or raise max_connections (--set max_connections=%d)", max(1, maxConn-used-2), used+need+10),
+				"%d query streams need %d connections; the server allows %d and %d are in use", p.Streams, need, maxConn, used)
+		}
+	}
 	return &tpchRun{env: env, t: t, p: p, meta: m}, nil
 }
 
@@ -151,6 +161,12 @@ type session struct {
 func (r *tpchRun) session(ctx context.Context, timeout bool) (*session, error) {
 	conn, err := r.t.Connect(ctx)
 	if err != nil {
+		return nil, err
+	}
+	// Dates as the reference answers write them, whatever the server's
+	// default DateStyle.
+	if _, err := conn.Exec(ctx, "set datestyle = 'ISO, YMD'"); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	if timeout && r.p.QueryTimeout > 0 {
@@ -255,6 +271,9 @@ func (r *tpchRun) Measure(ctx context.Context) (*workload.Measured, error) {
 	if p.Analyze {
 		note("tpch: analyze (not timed)")
 		if err := parallel(ctx, r.t.Connect, 2, analyzeDDL()); err != nil {
+			if ctx.Err() != nil {
+				return nil, errs.New(errs.KindInterrupted, "", "interrupted during the ANALYZE before the test; nothing was measured")
+			}
 			return nil, err
 		}
 	}
@@ -276,8 +295,11 @@ func (r *tpchRun) Measure(ctx context.Context) (*workload.Measured, error) {
 	}
 	ended := time.Now()
 	interrupted := ctx.Err() != nil
-	if err != nil && !interrupted {
+	if err != nil && !interrupted && !errors.Is(err, errRefresh) {
 		return nil, err
+	}
+	if errors.Is(err, errRefresh) {
+		note("tpch: %v; the test stopped there (the result is saved with status errors)", err)
 	}
 	x.fill(res)
 	sum := &results.Summary{SchemaVersion: results.SchemaVersion, StartedAt: start.UTC(), EndedAt: ended.UTC(), Interrupted: interrupted, Extra: x}
@@ -318,7 +340,7 @@ func (r *tpchRun) Measure(ctx context.Context) (*workload.Measured, error) {
 				"tpch validation failed after run %d: %d of 22 answers differ from the reference", id, x.Failed)
 		case x.Errors+x.TimedOut > 0:
 			return errs.New(errs.KindRunErrors, "see the errors above; raise --query-timeout if queries timed out",
-				"tpch run %d: %d queries failed and %d timed out (no metric is computed from an incomplete test)", id, x.Errors, x.TimedOut)
+				"tpch run %d: %d queries or refresh functions failed and %d queries timed out (no metric is computed from an incomplete test)", id, x.Errors, x.TimedOut)
 		}
 		return nil
 	}
@@ -338,11 +360,14 @@ func series(res *result) []store.Point {
 
 // QueryCheck is one query's validation.
 type QueryCheck struct {
-	Query   int     `json:"query"`
-	Passed  bool    `json:"passed"`
-	Rows    int64   `json:"rows"`
-	Seconds float64 `json:"seconds"`
-	Detail  string  `json:"detail,omitempty"`
+	Query int `json:"query"`
+	// Compared: the query ran and its answer was compared (a query that
+	// failed or timed out is an error of the run, not a wrong answer).
+	Compared bool    `json:"compared"`
+	Passed   bool    `json:"passed"`
+	Rows     int64   `json:"rows"`
+	Seconds  float64 `json:"seconds"`
+	Detail   string  `json:"detail,omitempty"`
 }
 
 // validate runs the 22 queries with the validation parameters and compares
@@ -362,6 +387,7 @@ func (r *tpchRun) validate(ctx context.Context, res *result, start time.Time) er
 		if qr.Status != statusOK {
 			c.Detail = qr.Status + ": " + qr.Error
 		} else {
+			c.Compared = true
 			ref, _ := answers.Reference(r.p.Scale, q)
 			if err := answers.Compare(q, ref, rows); err != nil {
 				c.Detail = err.Error()
@@ -371,7 +397,10 @@ func (r *tpchRun) validate(ctx context.Context, res *result, start time.Time) er
 		}
 		res.checks = append(res.checks, c)
 		mark := "ok"
-		if !c.Passed {
+		switch {
+		case !c.Compared:
+			mark = strings.ToUpper(c.Detail)
+		case !c.Passed:
 			mark = "DIFFERS: " + c.Detail
 		}
 		r.env.Note("validate Q%-2d %8.2f s %7d rows  %s", q, qr.Seconds, qr.Rows, mark)
@@ -422,8 +451,12 @@ func statusNote(q QueryRun) string {
 	return "  " + strings.ToUpper(q.Status) + ": " + q.Error
 }
 
+// errRefresh marks a failed refresh function: the test stops, and what it
+// measured is saved with status errors.
+var errRefresh = errors.New("refresh function failed")
+
 // refresh runs one refresh function; an error other than an interrupt is
-// recorded and returned.
+// recorded and returned (wrapping errRefresh).
 func (r *tpchRun) refresh(ctx context.Context, conn *pgx.Conn, gen *dbgen.Generator, res *result, stream int, fn string) error {
 	var rr RefreshRun
 	var err error
@@ -439,7 +472,7 @@ func (r *tpchRun) refresh(ctx context.Context, conn *pgx.Conn, gen *dbgen.Genera
 		}
 		rr.Error = err.Error()
 		res.addRefresh(rr)
-		return fmt.Errorf("%s: %w", fn, err)
+		return fmt.Errorf("%w: %s: %w", errRefresh, fn, err)
 	}
 	res.addRefresh(rr)
 	r.env.Note("%-6s %s %8.2f s  set %d: %d orders, %d lineitems", streamName(stream), fn, rr.Seconds, rr.Set, rr.Orders, rr.Lines)

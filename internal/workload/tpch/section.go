@@ -209,7 +209,10 @@ func runView(rd *results.Run, x *Summary, label string) results.RunView {
 		t := results.Table{Name: "Validation", Left: 1, Columns: []string{"query", "answer", "rows", "seconds", "detail"}}
 		for _, c := range x.Validation {
 			a := "matches"
-			if !c.Passed {
+			switch {
+			case !c.Compared:
+				a = "not compared"
+			case !c.Passed:
 				a = "DIFFERS"
 			}
 			t.Row(queryOp(c.Query), a, strconv.FormatInt(c.Rows, 10), fmt.Sprintf("%.2f", c.Seconds), c.Detail)

@@ -34,13 +34,17 @@ type Summary struct {
 	Validation     []QueryCheck `json:"validation,omitempty"`
 	Plans          []Plan       `json:"plans,omitempty"`
 	Failed         int          `json:"failed_answers,omitempty"`
-	Errors         int          `json:"query_errors"`
-	TimedOut       int          `json:"timed_out"`
+	// Settings are the server settings the run applied (--set, or an
+	// experiment's configuration), as the executor's runs record them.
+	Settings map[string]string `json:"settings_applied,omitempty"`
+	Errors   int               `json:"query_errors"`
+	TimedOut int               `json:"timed_out"`
 }
 
 // fill derives the counts and the metrics from the executions.
 func (x *Summary) fill(res *result) {
-	x.Queries, x.Refreshes, x.Validation, x.Plans = res.queries, res.refresh, res.checks, res.plans
+	x.Queries = append([]QueryRun(nil), res.queries...)
+	x.Refreshes, x.Validation, x.Plans = res.refresh, res.checks, res.plans
 	sort.SliceStable(x.Queries, func(i, j int) bool { return x.Queries[i].Stream < x.Queries[j].Stream })
 	for _, q := range x.Queries {
 		switch q.Status {
@@ -56,11 +60,13 @@ func (x *Summary) fill(res *result) {
 		}
 	}
 	for _, c := range x.Validation {
-		if !c.Passed {
+		if c.Compared && !c.Passed {
 			x.Failed++
 		}
 	}
-	if x.Test == "validate" {
+	// A metric only comes from a test whose every query and refresh
+	// completed.
+	if x.Test == "validate" || x.Errors+x.TimedOut > 0 {
 		return
 	}
 	byStream := map[int][]float64{}
@@ -110,15 +116,15 @@ func (x *Summary) fill(res *result) {
 	}
 }
 
-// Metric is the headline: QphH-like after a full test, else Power@Size or
-// Throughput@Size, whichever the test gave; and "geomean_s".
+// Metric is the headline: QphH-like after a full test, Power@Size after a
+// power test, Throughput@Size after a throughput test (none when the test
+// did not complete); and "geomean_s".
 func (x *Summary) Metric(name string) (float64, bool) {
 	switch name {
 	case "qphh":
-		for _, v := range []float64{x.QphH, x.Power, x.Throughput} {
-			if v > 0 {
-				return v, true
-			}
+		v := map[string]float64{TestFull: x.QphH, TestPower: x.Power, TestThroughput: x.Throughput}[x.Test]
+		if v > 0 {
+			return v, true
 		}
 	case "geomean_s":
 		if x.GeoMean > 0 {
@@ -127,6 +133,10 @@ func (x *Summary) Metric(name string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// RecordSettings stores the settings the run applied (the lifecycle calls
+// it for runs that measure themselves).
+func (x *Summary) RecordSettings(s map[string]string) { x.Settings = s }
 
 // NewExtra returns an empty summary to decode into.
 func (Workload) NewExtra() results.Extra { return &Summary{} }
@@ -166,7 +176,10 @@ func (w Workload) Show(s *results.Summary) []results.Block {
 		tb := &results.Table{Columns: []string{"query", "answer", "rows", "seconds", "detail"}, Left: 0}
 		for _, c := range x.Validation {
 			a := "matches"
-			if !c.Passed {
+			switch {
+			case !c.Compared:
+				a = "not compared"
+			case !c.Passed:
 				a = "DIFFERS"
 			}
 			tb.Rows = append(tb.Rows, []string{queryOp(c.Query), a, fmt.Sprint(c.Rows), fmt.Sprintf("%.2f", c.Seconds), c.Detail})
@@ -207,12 +220,12 @@ func queryTable(x *Summary) *results.Table {
 	for q := 1; q <= 22; q++ {
 		var power, rows string
 		var ts []float64
-		status := "ok"
+		status := "not run"
 		for _, r := range x.Queries {
 			if r.Query != q {
 				continue
 			}
-			if r.Status != statusOK {
+			if status == "not run" || r.Status != statusOK {
 				status = r.Status
 			}
 			if r.Stream == 0 {

@@ -31,8 +31,8 @@ func TestSummaryRoundTrip(t *testing.T) {
 }
 
 // The metrics: Power from the power test's 22 queries and 2 refreshes,
-// Throughput from the streams' Ts, QphH from both; none from an incomplete
-// test.
+// Throughput from the streams' Ts, QphH from both; none from a run with a
+// failed or timed-out query.
 func TestSummaryFill(t *testing.T) {
 	res := &result{}
 	for q := 1; q <= 22; q++ {
@@ -51,7 +51,19 @@ func TestSummaryFill(t *testing.T) {
 	res.queries[0].Status = statusTimeout
 	y := &Summary{Scale: 1, Test: TestFull, Streams: 2, Refresh: true, ThroughputSeconds: 88}
 	y.fill(res)
-	if y.Power != 0 || y.QphH != 0 || y.Throughput != 1800 || y.TimedOut != 1 {
+	if y.Power != 0 || y.QphH != 0 || y.Throughput != 0 || y.TimedOut != 1 {
 		t.Fatalf("with a timed-out power query: power %v qphh %v throughput %v timed out %d", y.Power, y.QphH, y.Throughput, y.TimedOut)
+	}
+	if _, ok := y.Metric("qphh"); ok {
+		t.Error("a run with a timed-out query has a headline metric")
+	}
+	// A full test's headline is QphH-like only; a power test's is Power@Size.
+	z := &Summary{Test: TestFull, Power: 5}
+	if _, ok := z.Metric("qphh"); ok {
+		t.Error("a full test without QphH has a headline metric")
+	}
+	z.Test = TestPower
+	if v, ok := z.Metric("qphh"); !ok || v != 5 {
+		t.Errorf("power test headline %v %v, want Power@Size", v, ok)
 	}
 }
