@@ -33,6 +33,7 @@ func childEnv() []string {
 }
 
 func (s *Server) command(ctx context.Context, prog string, args ...string) *exec.Cmd {
+	closeInherited()
 	cmd := exec.CommandContext(ctx, s.bins.Path(prog), args...)
 	cmd.Dir = s.dir
 	cmd.Env = childEnv()
