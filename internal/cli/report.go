@@ -27,17 +27,25 @@ a comparison with a baseline configuration (median ratio and bootstrap 95%
 confidence interval), and per-run time series (throughput with checkpoints,
 latency, CPU, disk, WAL, wait events).
 
-Give an experiment name, or one or more run ids (tunebench results list).
+Give an experiment name, or one or more run ids (tunebench results list);
+without either, the most recent experiment of the store is reported.
 docs/report.md explains how to read each section.`,
 		Example: `  tunebench report sweep -o sweep.html
   tunebench report 12 13 14 -o runs.html --baseline "shared_buffers=128MB"`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := openStore(cmd, s, &rf)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			if len(args) == 0 {
+				name, err := latestExperiment(cmd, st)
+				if err != nil {
+					return err
+				}
+				s.eprintf("reporting the most recent experiment, %s (give an experiment name or run ids to choose another)\n", name)
+				args = []string{name}
+			}
 			o := report.Options{Baseline: baseline, MaxSeriesRuns: maxRuns, Version: buildVersion(), Registry: s.Registry}
 			if err := reportTarget(cmd, st, args, &o); err != nil {
 				return err
@@ -66,6 +74,19 @@ docs/report.md explains how to read each section.`,
 // reportTarget decides what the arguments name: one argument is an
 // experiment if the store has one by that name, else a run id; several
 // arguments are run ids.
+// latestExperiment is the name of the store's most recent experiment.
+func latestExperiment(cmd *cobra.Command, st *store.Store) (string, error) {
+	exps, err := st.ListExperiments(cmd.Context())
+	if err != nil {
+		return "", err
+	}
+	if len(exps) == 0 {
+		return "", errs.Usage("give run ids (`tunebench results list` shows them), or run an experiment first (`tunebench experiment run FILE`)",
+			"the results store %s holds no experiment to report", st.Path())
+	}
+	return exps[0].Name, nil
+}
+
 func reportTarget(cmd *cobra.Command, st *store.Store, args []string, o *report.Options) error {
 	if len(args) == 1 {
 		_, expErr := st.GetExperiment(cmd.Context(), args[0])

@@ -134,7 +134,17 @@ func TestReportCommandErrors(t *testing.T) {
 	}
 	h.must(2, "report", "1", "exp", "--results", db, "-o", tempPath(t, "x.html"))
 	h.must(2, "report", "99", "--results", db, "-o", tempPath(t, "x.html"))
-	h.must(2, "report", "--results", db)
+	// Without a name, the most recent experiment.
+	r = h.must(0, "report", "--results", db, "-o", "-")
+	if !strings.Contains(r.stdout, "Experiment exp") || !strings.Contains(r.stderr, "the most recent experiment, exp") {
+		t.Errorf("report without arguments:\n%.300s\n%s", r.stdout, r.stderr)
+	}
+	empty := tempPath(t, "empty.db")
+	h.must(0, "results", "list", "--results", empty)
+	r = h.must(2, "report", "--results", empty, "-o", "-")
+	if !strings.Contains(r.stderr, "holds no experiment") || !strings.Contains(r.stderr, "results list") {
+		t.Errorf("report without arguments on a store without experiments:\n%s", r)
+	}
 	r = h.must(2, "report", "exp", "--results", db, "-o", "/nonexistent/dir/r.html")
 	if !strings.Contains(r.stderr, "cannot write") {
 		t.Errorf("unwritable output:\n%s", r)
