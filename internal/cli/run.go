@@ -32,6 +32,9 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 			if err != nil {
 				return err
 			}
+			if o, ok := r.Options().Phase(option.PhaseRun).Governing(set.Name); ok {
+				return usageError(option.GovernedError(o, "--set "+set.Name))
+			}
 			req.Settings = append(req.Settings, set)
 		}
 	}

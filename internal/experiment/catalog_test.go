@@ -43,7 +43,7 @@ func testCatalog() Catalog {
 			{Name: "vusers", Kind: KindInt, Default: "1", Min: 1, HasMin: true},
 			{Name: "duration", Kind: KindDuration, Default: "2m", Min: 1, HasMin: true},
 			{Name: "rampup", Kind: KindDuration},
-			{Name: "isolation", Kind: KindString, Default: "read-committed", Enum: []string{"read-committed", "repeatable-read", "serializable"}},
+			{Name: "isolation", Kind: KindString, Default: "read-committed", Enum: []string{"read-committed", "repeatable-read", "serializable"}, Governs: "default_transaction_isolation"},
 			{Name: "all_warehouses", Kind: KindBool},
 		},
 		RunTime: func(o Options) (time.Duration, bool) {

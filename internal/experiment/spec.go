@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tunebench/tunebench/internal/option"
 )
 
 // Spec is a parsed, validated experiment file.
@@ -42,6 +44,9 @@ type Spec struct {
 	AllowUnknownSettings bool
 
 	baselineLine, workloadLine, xLine int
+	// settingKeys are the server settings the file names and where, to
+	// check them against the workload once it is known.
+	settingKeys []settingKey
 }
 
 // Orders.
@@ -251,6 +256,7 @@ func Parse(file string, src []byte, cat Catalog) (*Spec, error) {
 	}
 	if s.Workload != nil {
 		s.checkXAxis(p)
+		s.checkGoverned(p)
 	}
 	if f, ok := top["baseline"]; ok {
 		s.baselineLine = f.keyN.Line
@@ -442,8 +448,26 @@ func settingValue(n *yaml.Node, where string, p *problems) (string, bool) {
 	return strings.TrimSpace(n.Value), true
 }
 
+// settingKey is a server setting named in the file.
+type settingKey struct {
+	name, where string
+	node        *yaml.Node
+}
+
+// checkGoverned refuses the settings the workload sets itself in its
+// sessions (option.Option.Governs): they would be overridden.
+func (s *Spec) checkGoverned(p *problems) {
+	for _, k := range s.settingKeys {
+		if o, ok := option.Set(s.Workload.Options).Governing(k.name); ok {
+			msg, hint := option.GovernedError(o, k.where+"."+k.name).Render(option.Key)
+			p.add(k.node, "%s: %s", msg, hint)
+		}
+	}
+}
+
 func (s *Spec) checkSettingName(g field, where string, p *problems) (string, bool) {
 	name := strings.ToLower(strings.TrimSpace(g.key))
+	s.settingKeys = append(s.settingKeys, settingKey{name: name, where: where, node: g.keyN})
 	if !settingRe.MatchString(name) {
 		p.add(g.keyN, "%q in %s is not a setting name (letters, digits and '_'; one dot for extension settings)", g.key, where)
 		return "", false

@@ -117,6 +117,12 @@ type Option struct {
 	// values a kind cannot describe, e.g. a distribution). It runs after the
 	// kind's own check.
 	Validate func(text string) (string, error)
+	// Governs names the server setting this option sets in every session
+	// the workload opens (tpcc's isolation sets
+	// default_transaction_isolation): a --set or an experiment setting of
+	// it would be overridden without a word, so they are refused and point
+	// to the option.
+	Governs string
 }
 
 // Phase is the phase of a command: Load, Run or Check.

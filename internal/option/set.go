@@ -50,6 +50,24 @@ func (s Set) ByRole(r Role) (*Option, bool) {
 	return nil, false
 }
 
+// Governing returns the option of s that governs the server setting
+// name (see Option.Governs).
+func (s Set) Governing(name string) (*Option, bool) {
+	for i := range s {
+		if s[i].Governs != "" && s[i].Governs == name {
+			return &s[i], true
+		}
+	}
+	return nil, false
+}
+
+// GovernedError is the error for a server setting that option o governs;
+// {name} is spelled --flag or key where it is rendered.
+func GovernedError(o *Option, setting string) *Error {
+	return Errorf("give {"+o.Name+"} instead (the workload's own setting for it)",
+		setting+" would be overridden: the workload sets it in every session it opens, from {"+o.Name+"}")
+}
+
 // Defaults returns the default of every option in s.
 func (s Set) Defaults() Values {
 	v := Values{}

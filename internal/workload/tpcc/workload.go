@@ -66,7 +66,7 @@ func (Workload) Options() option.Set {
 			Doc: "spread each virtual user's transactions over all the warehouses dealt to it"},
 		{Name: "keying_think", Kind: option.KindBool, Default: "false",
 			Doc: "apply the spec's keying and think times (outside the timed region)"},
-		{Name: "isolation", Kind: option.KindString, Default: "read-committed", Enum: isolations,
+		{Name: "isolation", Kind: option.KindString, Default: "read-committed", Enum: isolations, Governs: "default_transaction_isolation",
 			Doc: "transaction isolation level"},
 		{Name: "rate", Short: "R", Kind: option.KindFloat, HasMin: true, Role: option.RoleRate,
 			Doc: "open loop: target transactions per second in total (Poisson schedule)"},
