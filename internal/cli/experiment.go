@@ -102,6 +102,9 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 			return err
 		}
 		defer st.Close()
+		if err := st.Check(ctx); err != nil {
+			return err
+		}
 	}
 	var stored *experiment.Plan
 	if resume {

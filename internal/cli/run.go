@@ -43,6 +43,9 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 		return err
 	}
 	defer st.Close()
+	if err := st.Check(ctx); err != nil {
+		return err
+	}
 	req.Store = st
 	if rf.cpuProfile != "" {
 		stop, err := startCPUProfile(rf.cpuProfile)

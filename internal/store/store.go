@@ -159,6 +159,46 @@ func prepareFile(abs string) error {
 	return f.Close()
 }
 
+// Check verifies the store's file (SQLite's quick_check) so that a damaged
+// store is found before a benchmark runs, not when its result is saved.
+func (s *Store) Check(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check")
+	if err != nil {
+		return damaged(s.path, err.Error())
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			return damaged(s.path, err.Error())
+		}
+		// A row may hold several lines, and a header naming the schema.
+		for _, line := range strings.Split(text, "\n") {
+			if line = strings.TrimSpace(line); line != "" && line != "ok" && !strings.HasPrefix(line, "***") {
+				problems = append(problems, line)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return damaged(s.path, err.Error())
+	}
+	if len(problems) > 0 {
+		more := ""
+		if len(problems) > 1 {
+			more = fmt.Sprintf(" (and %d more problems)", len(problems)-1)
+		}
+		return damaged(s.path, problems[0]+more)
+	}
+	return nil
+}
+
+func damaged(path, what string) error {
+	return errs.New(errs.KindUsage,
+		"give another file with --results (or "+EnvResults+"); restore this one from a backup, and `tunebench results export` what it can still read",
+		"the results store %s is damaged (%s): a run would be lost when saving, so nothing was run", path, what)
+}
+
 func notAStore(path string, err error) error {
 	return errs.Wrap(errs.KindUsage, err,
 		"check that the file is a tunebench results store, or set "+EnvResults+" to another file",
