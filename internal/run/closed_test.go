@@ -146,6 +146,10 @@ func closedLoopCountsAndTPS(t *testing.T, m runMode) {
 			if want := float64(i+1) * 0.1; math.Abs(tk.T-want) > 1e-9 || tk.Phase != PhaseMeasure {
 				t.Errorf("tick %d: T %v phase %s, want %v measure", i, tk.T, tk.Phase, want)
 			}
+			// Each tick carries its own interval's length.
+			if math.Abs(tk.Span-0.1) > 1e-9 || math.Abs(tk.TPS-float64(tk.Committed)/tk.Span) > 1e-6 {
+				t.Errorf("tick %d: span %v, tps %v for %d committed; want a 0.1 s span", i, tk.Span, tk.TPS, tk.Committed)
+			}
 		}
 		if last := res.Series[10]; math.Abs(last.T-1.002) > 1e-9 || last.Phase != PhaseDrain || last.Completed != int64(cfg.Workers) {
 			t.Errorf("last tick %+v, want the 4 steps drained at T=1.002", last)

@@ -527,7 +527,8 @@ func (r *runner) emitTick(c *collector, end, now time.Duration, optional bool) {
 		Completed: iv.Completed(),
 	}
 	if span := now - c.lastHarvestAt; span > 0 {
-		t.TPS = float64(t.Committed) / span.Seconds()
+		t.Span = span.Seconds()
+		t.TPS = float64(t.Committed) / t.Span
 	}
 	if lat := iv.Latency(); lat.Count() > 0 {
 		ps := lat.PercentilesMs(50, 95, 99)

@@ -113,6 +113,10 @@ type Tick struct {
 	// shown; the phase of a tick is that of its end).
 	Committed, Errors, Completed int64
 	TPS                          float64 // Committed / interval length
+	// Span is the interval's length in seconds: from the previous harvest
+	// (or the run's start) to this one. The first tick after a warm-up
+	// without ticks covers the whole warm-up.
+	Span float64
 	// Latency of committed transactions completed in the interval.
 	P50Ms, P95Ms, P99Ms, MaxMs float64
 	// ActiveWorkers is the number of workers inside a Step at the tick.

@@ -288,16 +288,13 @@ func perTransaction(res *run.Result) []TxnStats {
 }
 
 // nopmSeries are per-second NOPM (committed New-Orders of the interval times
-// 60 over its length) and the New-Order p95.
+// 60 over its length: the tick's own span, so the first tick, which may
+// cover the whole ramp-up, is not divided by one second) and the New-Order
+// p95.
 func nopmSeries(res *run.Result) []store.Point {
 	var pts []store.Point
-	for i, tk := range res.Series {
-		span := 1.0
-		if i > 0 {
-			span = tk.T - res.Series[i-1].T
-		} else if tk.T < 1 && tk.T > 0 {
-			span = tk.T
-		}
+	for _, tk := range res.Series {
+		span := tk.Span
 		if span <= 0 {
 			continue
 		}
