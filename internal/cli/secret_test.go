@@ -83,6 +83,18 @@ func TestPasswordNeverShown(t *testing.T) {
 			t.Errorf("check with a wrong password:\n%s", r)
 		}
 	}
+	// With sslmode left at prefer, the message is the server's answer
+	// alone, not the TLS attempt before it (issue 16, item 17).
+	h.env["TUNEBENCH_DSN"] = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s password=%s", srv.Port(), db, wrong)
+	if r := h.run("check", "tpcb"); r.code != 3 || !strings.Contains(r.stderr, "password authentication failed") || strings.Contains(r.stderr, "tls error") {
+		t.Errorf("a wrong password with sslmode prefer:\n%s", r)
+	}
+	// An unknown parameter in a URL: the hint names it, not the server's
+	// state.
+	h.env["TUNEBENCH_DSN"] = fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/%s?sslmode=disable&shared_bufers=1", sentinel, srv.Port(), db)
+	if r := h.run("check", "tpcb"); r.code != 3 || !strings.Contains(r.stderr, "shared_bufers") || !strings.Contains(r.stderr, "does not accept") {
+		t.Errorf("an unknown URL parameter:\n%s", r)
+	}
 	delete(h.env, "TUNEBENCH_DSN")
 
 	runs := listRuns(t, results)

@@ -200,6 +200,11 @@ func damaged(path, what string) error {
 }
 
 func notAStore(path string, err error) error {
+	if free, ok := freeBytes(filepath.Dir(path)); ok && (free < 1<<20 || strings.Contains(err.Error(), "disk is full")) {
+		return errs.Wrap(errs.KindUsage, err,
+			"free space on that filesystem, or set "+EnvResults+" (or --results) to a file on another one",
+			"cannot use results store %s: its filesystem is full (%d bytes free)", path, free)
+	}
 	return errs.Wrap(errs.KindUsage, err,
 		"check that the file is a tunebench results store, or set "+EnvResults+" to another file",
 		"cannot read results store %s", path)

@@ -151,11 +151,18 @@ func (t *Target) ConnectError(err error) error {
 	hint := "check that the server is running and reachable (tunebench server status --dir D, or pg_isready), and the --dsn / PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSFILE settings"
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
+		// The server answered: its error is the cause. pgx's message also
+		// lists the attempts before it (with sslmode=prefer, "tls error:
+		// server refused TLS connection"), which misleads.
+		msg = t.red.String(pe.Error())
 		switch pe.Code {
 		case "28P01", "28000":
 			hint = "authentication failed: set the password with PGPASSWORD or a .pgpass file (PGPASSFILE)"
 		case "3D000":
 			hint = "the database does not exist: create it (createdb) or pick another with dbname= / PGDATABASE"
+		case "42704", "22023":
+			hint = "the connection string sets a parameter the server does not accept (" + t.red.String(pe.Message) +
+				"): remove it from --dsn / $TUNEBENCH_DSN, or check its spelling (libpq's keywords: host, port, dbname, user, sslmode, ...)"
 		}
 	}
 	// Keep the cause, not the *pgconn.ConnectError itself: its Config holds
