@@ -30,6 +30,15 @@ type RunRecord struct {
 	HistoryBefore int64
 	Committed     int64
 	Ambiguous     int64
+	// HistoryAfter and HistoryNode are measured by RecordRun when it
+	// records the run: the rows of pgbench_history and its file node then.
+	// A check that finds other values knows the table was changed outside
+	// tunebench since (pgbench without -n truncates it), and says so
+	// instead of failing. Unknown (false) in records made before they were
+	// kept.
+	HistoryAfter int64
+	HistoryNode  int64
+	HasAfter     bool
 }
 
 // HistoryCount counts pgbench_history rows.
@@ -43,14 +52,17 @@ func HistoryCount(ctx context.Context, conn *pgx.Conn) (int64, error) {
 // A nil r clears the record: done before a run starts, so a run whose
 // bookkeeping fails afterwards leaves "no run recorded", never stale numbers.
 func RecordRun(ctx context.Context, conn *pgx.Conn, r *RunRecord) error {
-	if _, err := conn.Exec(ctx, "alter table "+MetaTable+" add column if not exists last_history_before bigint, add column if not exists last_committed bigint, add column if not exists last_ambiguous bigint"); err != nil {
+	if _, err := conn.Exec(ctx, "alter table "+MetaTable+" add column if not exists last_history_before bigint, add column if not exists last_committed bigint, add column if not exists last_ambiguous bigint, "+
+		"add column if not exists last_history_after bigint, add column if not exists last_history_node bigint"); err != nil {
 		return err
 	}
 	if r == nil {
-		_, err := conn.Exec(ctx, "update "+MetaTable+" set last_history_before = null, last_committed = null, last_ambiguous = null")
+		_, err := conn.Exec(ctx, "update "+MetaTable+" set last_history_before = null, last_committed = null, last_ambiguous = null, last_history_after = null, last_history_node = null")
 		return err
 	}
-	_, err := conn.Exec(ctx, "update "+MetaTable+" set last_history_before = $1, last_committed = $2, last_ambiguous = $3", r.HistoryBefore, r.Committed, r.Ambiguous)
+	_, err := conn.Exec(ctx, "update "+MetaTable+" set last_history_before = $1, last_committed = $2, last_ambiguous = $3, "+
+		"last_history_after = (select count(*) from pgbench_history), last_history_node = pg_relation_filenode('pgbench_history')",
+		r.HistoryBefore, r.Committed, r.Ambiguous)
 	return err
 }
 
@@ -66,14 +78,27 @@ func lastRun(ctx context.Context, tx pgx.Tx) (*RunRecord, error) {
 	if cur, err := metaCurrent(ctx, tx); err != nil || !cur {
 		return nil, err
 	}
-	var b, c, a *int64
-	if err := tx.QueryRow(ctx, "select last_history_before, last_committed, last_ambiguous from "+MetaTable).Scan(&b, &c, &a); err != nil {
+	var b, c, a, after, node *int64
+	q := "select last_history_before, last_committed, last_ambiguous, null::bigint, null::bigint from " + MetaTable
+	var hasAfter bool
+	if err := tx.QueryRow(ctx, `select exists (select 1 from information_schema.columns
+		where table_name = $1 and column_name = 'last_history_node' and table_schema = any(current_schemas(false)))`, MetaTable).Scan(&hasAfter); err != nil {
+		return nil, err
+	}
+	if hasAfter {
+		q = "select last_history_before, last_committed, last_ambiguous, last_history_after, last_history_node from " + MetaTable
+	}
+	if err := tx.QueryRow(ctx, q).Scan(&b, &c, &a, &after, &node); err != nil {
 		return nil, err
 	}
 	if b == nil || c == nil || a == nil {
 		return nil, nil
 	}
-	return &RunRecord{HistoryBefore: *b, Committed: *c, Ambiguous: *a}, nil
+	r := &RunRecord{HistoryBefore: *b, Committed: *c, Ambiguous: *a}
+	if after != nil && node != nil {
+		r.HistoryAfter, r.HistoryNode, r.HasAfter = *after, *node, true
+	}
+	return r, nil
 }
 
 // Check verifies, in one repeatable-read snapshot:
@@ -103,24 +128,46 @@ func Check(ctx context.Context, conn *pgx.Conn) (CheckReport, error) {
 	if err != nil {
 		return CheckReport{}, fmt.Errorf("balance sums: %w", err)
 	}
+	lr, err := lastRun(ctx, tx)
+	if err != nil {
+		return CheckReport{}, fmt.Errorf("reading last run: %w", err)
+	}
+	// Was pgbench_history changed outside tunebench since its last run
+	// (rewritten: truncated; or rows added or removed)?
+	rewritten, changed := false, false
+	if lr != nil && lr.HasAfter {
+		var node int64
+		if err := tx.QueryRow(ctx, "select pg_relation_filenode('pgbench_history')::bigint").Scan(&node); err != nil {
+			return CheckReport{}, err
+		}
+		rewritten = node != lr.HistoryNode
+		changed = rewritten || hist != lr.HistoryAfter
+	}
+
 	// Every writing script adds delta to one account and logs it in history;
 	// tpcb-like also adds it to one teller and one branch (simple-update does
 	// not), so accounts match history and tellers match branches.
 	bal := Condition{Name: "balances", Passed: a == h && t == b,
 		Detail:  fmt.Sprintf("sum(abalance)=%d sum(history.delta)=%d; sum(tbalance)=%d sum(bbalance)=%d", a, h, t, b),
 		Seconds: time.Since(t0).Seconds()}
+	if a != h && t == b && rewritten {
+		bal.Passed, bal.Skipped = true, true
+		bal.Detail = fmt.Sprintf("not applicable: pgbench_history was emptied or rewritten outside tunebench since its last run (pgbench without -n truncates it), so sum(history.delta)=%d no longer matches sum(abalance)=%d; "+
+			"tellers and branches still agree (%d); load again with --drop to check the accounts", h, a, t)
+	}
 	rep.Conditions = append(rep.Conditions, bal)
 
 	t0 = time.Now()
 	hc := Condition{Name: "history growth"}
-	lr, err := lastRun(ctx, tx)
-	if err != nil {
-		return CheckReport{}, fmt.Errorf("reading last run: %w", err)
-	}
-	if lr == nil {
+	switch {
+	case lr == nil:
 		hc.Passed, hc.Skipped = true, true
 		hc.Detail = "no tunebench run recorded for this database"
-	} else {
+	case changed:
+		hc.Passed, hc.Skipped = true, true
+		hc.Detail = fmt.Sprintf("not applicable: pgbench_history changed outside tunebench since its last run (%d rows now, %d when the run was recorded%s); the next run takes a new baseline",
+			hist, lr.HistoryAfter, map[bool]string{true: "; the table was rewritten", false: ""}[rewritten])
+	default:
 		grown := hist - lr.HistoryBefore
 		hc.Passed = grown >= lr.Committed && grown <= lr.Committed+lr.Ambiguous
 		hc.Detail = fmt.Sprintf("history grew by %d rows; last run committed %d writing transactions (+ up to %d ambiguous commits)", grown, lr.Committed, lr.Ambiguous)
