@@ -129,8 +129,23 @@ func TestInterruptLoad(t *testing.T) {
 	db := testutil.CreateDB(t, srv)
 	sig := make(chan os.Signal, 2)
 	rn := h.start(sig, "load", "tpcb", "--server-dir", srv.Dir(), "-d", db, "--scale", "20", "--load-workers", "1")
+	// Interrupt while rows are being copied: once the server shows the
+	// COPY in progress (a fixed sleep after the start could fall before
+	// the tables exist on a busy machine, and nothing would be half-loaded).
 	rn.waitStderr(t, "loading tpcb", 30*time.Second)
-	time.Sleep(300 * time.Millisecond)
+	admin := testutil.Connect(t, srv)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var copying bool
+		if err := admin.QueryRow(context.Background(), "select exists (select 1 from pg_stat_progress_copy where datname = $1)", db).Scan(&copying); err != nil {
+			t.Fatal(err)
+		}
+		if copying {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no COPY into the database within 30 s")
+		}
+	}
 	sig <- os.Interrupt
 	r := rn.wait(t, 20*time.Second)
 	if r.code != 130 || !strings.Contains(r.stderr, "--drop") {
