@@ -292,9 +292,10 @@ func newExperimentListCmd(s *State) *cobra.Command {
 
 func newExperimentShowCmd(s *State) *cobra.Command {
 	var rf resultsFlag
+	var runs bool
 	cmd := &cobra.Command{
-		Use:   "show NAME",
-		Short: "Show an experiment: its plan, progress and results per configuration",
+		Use:   "show NAME [--runs]",
+		Short: "Show an experiment: its plan, progress and results per configuration (--runs: and every run)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := openStore(cmd, s, &rf)
@@ -311,9 +312,20 @@ func newExperimentShowCmd(s *State) *cobra.Command {
 				ended = e.EndedAt.Local().Format("2006-01-02 15:04:05")
 			}
 			s.printf("experiment %s: %s, started %s, ended %s\n", e.Name, e.Status, e.StartedAt.Local().Format("2006-01-02 15:04:05"), ended)
-			return printExperimentResults(cmd.Context(), s, st, e.Name)
+			if err := printExperimentResults(cmd.Context(), s, st, e.Name); err != nil || !runs {
+				return err
+			}
+			list, err := st.ListRuns(cmd.Context(), store.ListFilter{Experiment: e.Name})
+			if err != nil || len(list) == 0 {
+				return err
+			}
+			header, t := experimentRunTable(s.Registry, list)
+			s.printf("\nevery run (%s):\n", header)
+			s.printBlocks([]results.Block{results.TableBlock(t)})
+			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&runs, "runs", false, "also list every run in the workload's own columns")
 	rf.add(cmd.Flags())
 	return cmd
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/tunebench/tunebench/internal/report"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/workload"
 )
 
 // quickstartSpecs returns the two experiment files quickstart runs: a small
@@ -208,8 +210,8 @@ func writeExperimentReport(ctx context.Context, cmd *cobra.Command, s *State, rf
 	return f.Close()
 }
 
-// printExperimentRunTable prints one summary row per counted run of an
-// experiment (tps, latency avg/p50/p95/p99/max, errors).
+// printExperimentRunTable prints one summary row per run of an experiment,
+// in the workload's own terms (experimentRunTable).
 func printExperimentRunTable(ctx context.Context, cmd *cobra.Command, s *State, rf *resultsFlag, name string) {
 	st, err := openStore(cmd, s, rf)
 	if err != nil {
@@ -220,18 +222,72 @@ func printExperimentRunTable(ctx context.Context, cmd *cobra.Command, s *State, 
 	if err != nil || len(runs) == 0 {
 		return
 	}
-	var rows []*results.Summary
+	header, t := experimentRunTable(s.Registry, runs)
+	s.printf("\n%s, every run (%s):\n", name, header)
+	s.printBlocks([]results.Block{results.TableBlock(t)})
+}
+
+// experimentRunTable is a row per run, oldest first. Runs plotted against
+// clients (tpcb) get the executor's columns (script, clients, tps, latency);
+// others get their own x axis and headline metric (tpcc: vusers and NOPM),
+// with the latency p95 and errors when the executor measured them.
+func experimentRunTable(reg *workload.Registry, runs []store.RunInfo) (string, *results.Table) {
+	var h workload.Headline
+	if w, ok := reg.Get(runs[0].Workload); ok {
+		if r, ok := w.(workload.Runner); ok {
+			h = r.Headline()
+		}
+	}
+	var sums []*results.Summary
+	var raws []map[string]any
 	for i := len(runs) - 1; i >= 0; i-- { // oldest first
-		if sum := results.DecodeInfo(runs[i], s.Registry.Extras()); sum != nil {
+		sum := results.DecodeInfo(runs[i], reg.Extras())
+		if sum == nil {
+			continue
+		}
+		var raw map[string]any
+		_ = json.Unmarshal(runs[i].Summary, &raw) //nolint:errcheck // decoded above
+		sums, raws = append(sums, sum), append(raws, raw)
+	}
+	if h.XAxis == "" || h.XAxis == "clients" {
+		for i, sum := range sums {
 			if sum.Measured == nil {
 				sum.Measured = &results.Measured{}
 			}
 			if sum.Script == "" {
-				sum.Script = runs[i].Variant
+				sum.Script = runs[len(runs)-1-i].Variant
 			}
-			rows = append(rows, sum)
 		}
+		return "tps = committed transactions per second; latency in ms", results.RunTable(sums)
 	}
-	s.printf("\n%s, every run (tps = committed transactions per second; latency in ms):\n", name)
-	s.printBlocks([]results.Block{results.TableBlock(results.RunTable(rows))})
+	measured := false
+	for _, sum := range sums {
+		measured = measured || sum.Measured != nil
+	}
+	t := &results.Table{Columns: []string{"run", h.XAxis, h.Label}}
+	header := h.Unit
+	if measured {
+		t.Columns = append(t.Columns, "p95 ms", "errors")
+		header += "; p95 of all transactions in ms"
+	}
+	t.Columns = append(t.Columns, "status")
+	for i, sum := range sums {
+		x, metric := "-", "-"
+		if v, ok := results.Number(raws[i], h.XAxis); ok {
+			x = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		if v, ok := sum.Metric(h.Metric); ok {
+			metric = strconv.FormatFloat(v, 'f', 0, 64)
+		}
+		row := []string{strconv.FormatInt(sum.RunID, 10), x, metric}
+		if measured {
+			p95, errors := "-", "-"
+			if m := sum.Measured; m != nil {
+				p95, errors = results.F3(m.LatencyMs.P95), strconv.FormatInt(m.Errors, 10)
+			}
+			row = append(row, p95, errors)
+		}
+		t.Row(append(row, sum.Status)...)
+	}
+	return header, t
 }
