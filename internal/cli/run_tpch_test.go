@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -129,6 +130,52 @@ func TestTPCHLoadValidateRun(t *testing.T) {
 	}
 	if p0, p1 := params(runs[0], 1), params(runs[0], 2); p0[1] == p1[1] && p0[3] == p1[3] && p0[6] == p1[6] {
 		t.Errorf("streams 1 and 2 drew the same parameters: %v", p0)
+	}
+
+	// A run that measures itself on a database gets the --set settings
+	// (applied, recorded), the samplers' series, and the report's
+	// comparison like the executor's runs.
+	var ids []string
+	for _, wm := range []string{"8MB", "16MB"} {
+		js := tempPath(t, "set.json")
+		h.must(0, append([]string{"run", "tpch", "--test", "power", "--seed", "1", "--set", "work_mem=" + wm, "--json", js}, target...)...)
+		var got struct {
+			RunID    int64             `json:"run_id"`
+			Settings map[string]string `json:"settings_applied"`
+		}
+		b, err := os.ReadFile(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Settings["work_mem"] != wm {
+			t.Errorf("settings_applied %v, want work_mem=%s", got.Settings, wm)
+		}
+		ids = append(ids, fmt.Sprint(got.RunID))
+		ex := h.must(0, "results", "export", ids[len(ids)-1], "--format", "json", "--results", target[len(target)-1])
+		var exp struct {
+			Series map[string]json.RawMessage `json:"series"`
+		}
+		if err := json.Unmarshal([]byte(ex.stdout), &exp); err != nil {
+			t.Fatal(err)
+		}
+		// A power test at SF 0.01 is shorter than a sampling interval:
+		// gauges are there, rates need two samples.
+		if exp.Series["query_s"] == nil || exp.Series["sys.mem_used_bytes"] == nil || exp.Series["pg.proc_count"] == nil {
+			names := []string{}
+			for k := range exp.Series {
+				names = append(names, k)
+			}
+			t.Errorf("run %s: series %v, want query_s and the samplers' (sys.mem_used_bytes, pg.proc_count)", ids[len(ids)-1], names)
+		}
+	}
+	rep := h.must(0, append([]string{"report", "-o", "-", "--results", target[len(target)-1], "--baseline", "tpch power work_mem=8MB"}, ids...)...)
+	for _, want := range []string{"TPC-H-like workload (tpch)", "work_mem=16MB", "ratio to the baseline", "log scale"} {
+		if !strings.Contains(rep.stdout, want) {
+			t.Errorf("report of runs %v lacks %q", ids, want)
+		}
 	}
 
 	// The refresh functions changed the data: validation refuses.

@@ -66,3 +66,29 @@ func TestChartsWithDegenerateData(t *testing.T) {
 		t.Errorf("no throughput series: %q %v", svg, err)
 	}
 }
+
+// A logarithmic value axis draws points over decades and leaves out what
+// it cannot place (zero, negative); with nothing left there is no chart.
+func TestLogScaleBars(t *testing.T) {
+	nan := math.NaN()
+	row := func(label string, v ...float64) hbar {
+		lo := make([]float64, len(v))
+		for i := range lo {
+			lo[i] = nan
+		}
+		return hbar{Label: label, Values: v, Lo: lo, Hi: lo}
+	}
+	svg, err := hbarChartScaled("q", "seconds", []string{"a", "b"}, []hbar{row("Q1", 0.002, 5), row("Q2", 0, 120)}, false, true, nan, "")
+	if err != nil || !strings.Contains(string(svg), "<svg") {
+		t.Fatalf("log chart: %v", err)
+	}
+	// Ticks on decades (0.01, 0.1, 1, 10, 100) rather than a linear scale.
+	for _, tick := range []string{">0.01<", ">1<", ">100<"} {
+		if !strings.Contains(string(svg), tick) {
+			t.Errorf("log chart lacks the tick %s", tick)
+		}
+	}
+	if svg, err := hbarChartScaled("q", "s", []string{"a"}, []hbar{row("Q1", 0), row("Q2", -1)}, false, true, nan, ""); err != nil || svg != "" {
+		t.Errorf("only non-positive values on a log axis: %q %v", svg, err)
+	}
+}

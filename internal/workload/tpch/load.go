@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/workload/tpch/dbgen"
 )
 
@@ -412,7 +413,7 @@ func copyProgress(loads []*tableLoad, total int64) LoadProgress {
 			left = time.Duration(float64(max(l.total-n, 0)) / rate * float64(time.Second))
 			eta = max(eta, left)
 		}
-		detail = append(detail, fmt.Sprintf("%s %d%% %s/s ETA %s", l.t, 100*n/max(l.total, 1), human(rate), left.Round(time.Second)))
+		detail = append(detail, fmt.Sprintf("%s %d%% %s/s ETA %s", l.t, 100*n/max(l.total, 1), results.Human(rate), left.Round(time.Second)))
 	}
 	sort.Strings(detail)
 	var done []string
@@ -422,16 +423,6 @@ func copyProgress(loads []*tableLoad, total int64) LoadProgress {
 		}
 	}
 	return LoadProgress{Phase: "generate", Detail: strings.Join(detail, ", "), Done: done, Rows: rows, TotalRows: total, Frac: -1, ETA: eta}
-}
-
-func human(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.1fM", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.0fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
 }
 
 // copyTable loads one table in one transaction: truncate, COPY FREEZE
@@ -475,7 +466,7 @@ func copyTable(ctx context.Context, conn *pgx.Conn, gen *dbgen.Generator, o Load
 // in order.
 type chunkReader struct {
 	cancel context.CancelFunc
-	chunks chan chan []byte
+	chunks chan chan chunk
 	cur    []byte
 	l      *tableLoad
 	wg     sync.WaitGroup
@@ -483,7 +474,7 @@ type chunkReader struct {
 
 func newChunkReader(ctx context.Context, gen *dbgen.Generator, l *tableLoad, generators int) *chunkReader {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &chunkReader{cancel: cancel, chunks: make(chan chan []byte, 2*generators+2), l: l}
+	r := &chunkReader{cancel: cancel, chunks: make(chan chan chunk, 2*generators+2), l: l}
 	units, size := dbgen.Units(l.t, gen.Scale()), chunkUnits(l.t)
 	jobs := make(chan job, 2*generators+2)
 	// The dispatcher hands out chunks in order and queues each result slot
@@ -492,7 +483,7 @@ func newChunkReader(ctx context.Context, gen *dbgen.Generator, l *tableLoad, gen
 		defer close(jobs)
 		defer close(r.chunks)
 		for first := int64(0); first < units; first += size {
-			slot := make(chan []byte, 1)
+			slot := make(chan chunk, 1)
 			select {
 			case r.chunks <- slot:
 			case <-ctx.Done():
@@ -511,12 +502,12 @@ func newChunkReader(ctx context.Context, gen *dbgen.Generator, l *tableLoad, gen
 			defer r.wg.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			var buf []byte
+			var c chunk
 			for j := range jobs {
 				c0 := threadCPU()
-				buf, _ = gen.Append(make([]byte, 0, len(buf)+len(buf)/8), l.t, j.first, j.n)
+				c.data, c.rows = gen.Append(make([]byte, 0, len(c.data)+len(c.data)/8), l.t, j.first, j.n)
 				l.cpu.Add(int64(threadCPU() - c0))
-				j.slot <- buf
+				j.slot <- c
 			}
 		}()
 	}
@@ -525,7 +516,13 @@ func newChunkReader(ctx context.Context, gen *dbgen.Generator, l *tableLoad, gen
 
 type job struct {
 	first, n int64
-	slot     chan []byte
+	slot     chan chunk
+}
+
+// chunk is a generated chunk and its row count.
+type chunk struct {
+	data []byte
+	rows int64
 }
 
 // threadCPU is the calling thread's CPU time.
@@ -543,26 +540,16 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		if !ok {
 			return 0, io.EOF
 		}
-		buf, ok := <-slot
+		c, ok := <-slot
 		if !ok {
 			return 0, io.EOF
 		}
-		r.cur = buf
-		r.l.rows.Add(int64(countLines(buf)))
+		r.cur = c.data
+		r.l.rows.Add(c.rows)
 	}
 	n := copy(p, r.cur)
 	r.cur = r.cur[n:]
 	return n, nil
-}
-
-func countLines(b []byte) int {
-	n := 0
-	for _, c := range b {
-		if c == '\n' {
-			n++
-		}
-	}
-	return n
 }
 
 func (r *chunkReader) close() {

@@ -206,18 +206,9 @@ func runView(rd *results.Run, x *Summary, label string) results.RunView {
 	r := results.RunView{RunID: rd.ID}
 	r.Fields = append(r.Fields, results.Field{K: "Configuration", V: label}, results.Field{K: "Seed", V: strconv.FormatInt(x.Seed, 10)})
 	if x.Test == "validate" {
-		t := results.Table{Name: "Validation", Left: 1, Columns: []string{"query", "answer", "rows", "seconds", "detail"}}
-		for _, c := range x.Validation {
-			a := "matches"
-			switch {
-			case !c.Compared:
-				a = "not compared"
-			case !c.Passed:
-				a = "DIFFERS"
-			}
-			t.Row(queryOp(c.Query), a, strconv.FormatInt(c.Rows, 10), fmt.Sprintf("%.2f", c.Seconds), c.Detail)
-		}
-		r.Tables = append(r.Tables, t)
+		t := validationTable(x)
+		t.Name, t.Left = "Validation", 1
+		r.Tables = append(r.Tables, *t)
 		return r
 	}
 	qt := queryTable(x)

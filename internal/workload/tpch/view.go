@@ -173,18 +173,7 @@ func (w Workload) Show(s *results.Summary) []results.Block {
 	x := extraOf(s)
 	out := []results.Block{results.Line(w.Brief(s))}
 	if x.Test == "validate" {
-		tb := &results.Table{Columns: []string{"query", "answer", "rows", "seconds", "detail"}, Left: 0}
-		for _, c := range x.Validation {
-			a := "matches"
-			switch {
-			case !c.Compared:
-				a = "not compared"
-			case !c.Passed:
-				a = "DIFFERS"
-			}
-			tb.Rows = append(tb.Rows, []string{queryOp(c.Query), a, fmt.Sprint(c.Rows), fmt.Sprintf("%.2f", c.Seconds), c.Detail})
-		}
-		return append(out, results.TableBlock(tb))
+		return append(out, results.TableBlock(validationTable(x)))
 	}
 	out = append(out, results.TableBlock(queryTable(x)))
 	if len(x.Refreshes) > 0 {
@@ -211,6 +200,23 @@ func (w Workload) Show(s *results.Summary) []results.Block {
 		out = append(out, results.TableBlock(m))
 	}
 	return out
+}
+
+// validationTable has a row per query of a validation: its answer,
+// compared with the reference or not, its rows, time and difference.
+func validationTable(x *Summary) *results.Table {
+	tb := &results.Table{Columns: []string{"query", "answer", "rows", "seconds", "detail"}}
+	for _, c := range x.Validation {
+		a := "matches"
+		switch {
+		case !c.Compared:
+			a = "not compared"
+		case !c.Passed:
+			a = "DIFFERS"
+		}
+		tb.Row(queryOp(c.Query), a, fmt.Sprint(c.Rows), fmt.Sprintf("%.2f", c.Seconds), c.Detail)
+	}
+	return tb
 }
 
 // queryTable has a row per query: its power-test time and the throughput

@@ -8,49 +8,16 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tunebench/tunebench/internal/testutil"
 )
 
-// repoRoot is the directory holding go.mod, above the test's directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = up
-	}
-}
-
-// oracle returns the oracle environment's Python and the answer script, or
-// skips the test when the environment (scripts/tpch-oracle.sh) is missing,
-// unless TUNEBENCH_REQUIRE_ORACLE=1 makes that a failure.
+// oracle returns the oracle environment's Python and the answer script
+// (testutil.Oracle skips or fails when the environment is missing).
 func oracle(t *testing.T) (python, script string) {
 	t.Helper()
-	root := repoRoot(t)
-	dir := os.Getenv("TUNEBENCH_ORACLE")
-	if dir == "" {
-		dir = filepath.Join(root, ".oracle")
-	}
-	python = filepath.Join(dir, "bin", "python")
-	script = filepath.Join(root, "scripts", "tpch-answers.py")
-	_, errPy := os.Stat(python)
-	_, errTool := os.Stat(filepath.Join(dir, "bin", "tpchgen-cli"))
-	if errPy != nil || errTool != nil {
-		msg := "no TPC-H oracle environment at " + dir + " (scripts/tpch-oracle.sh makes it)"
-		if os.Getenv("TUNEBENCH_REQUIRE_ORACLE") == "1" {
-			t.Fatal(msg + "; TUNEBENCH_REQUIRE_ORACLE=1")
-		}
-		t.Skip(msg)
-	}
-	return python, script
+	dir := testutil.Oracle(t)
+	return filepath.Join(dir, "bin", "python"), filepath.Join(testutil.RepoRoot(t), "scripts", "tpch-answers.py")
 }
 
 // compute runs scripts/tpch-answers.py at scale sf and parses its output.

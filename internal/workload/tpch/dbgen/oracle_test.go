@@ -3,54 +3,21 @@ package dbgen
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tunebench/tunebench/internal/testutil"
 )
 
 // The oracle is tpchgen-cli, an independent generator whose output is
-// byte-identical to the TPC's dbgen, installed by scripts/tpch-oracle.sh
-// into .oracle (or $TUNEBENCH_ORACLE). CI sets TUNEBENCH_REQUIRE_ORACLE=1, so
-// there a missing oracle fails instead of skipping.
+// byte-identical to the TPC's dbgen (testutil.Oracle finds it).
 func oracle(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("TUNEBENCH_ORACLE")
-	if dir == "" {
-		root, err := repoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, ".oracle")
-	}
-	bin := filepath.Join(dir, "bin", "tpchgen-cli")
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("TUNEBENCH_REQUIRE_ORACLE") == "1" {
-			t.Fatalf("the test oracle is missing (%v): run scripts/tpch-oracle.sh", err)
-		}
-		t.Skipf("no oracle at %s: run scripts/tpch-oracle.sh to compare with it", bin)
-	}
-	return bin
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the test directory")
-		}
-		dir = parent
-	}
+	return filepath.Join(testutil.Oracle(t), "bin", "tpchgen-cli")
 }
 
 func runOracle(t *testing.T, sf string) string {

@@ -48,16 +48,21 @@ func (s *stream) intIn(low, high int32) int32 {
 	return low + int32(float64(s.seed)/modulus*width)
 }
 
-// advance moves the stream n draws ahead: seed·16807^n mod m, by squaring.
-func (s *stream) advance(n int64) {
+// advance moves the stream n draws ahead.
+func (s *stream) advance(n int64) { s.seed = jump(s.seed, n) }
+
+// jump is seed·16807^n mod m, by squaring: n draws of the 32-bit generator
+// ahead (the 64-bit streams are moved the same way).
+func jump(seed, n int64) int64 {
 	m := int64(multiplier)
 	for n > 0 {
 		if n&1 == 1 {
-			s.seed = s.seed * m % modulus
+			seed = seed * m % modulus
 		}
 		m = m * m % modulus
 		n >>= 1
 	}
+	return seed
 }
 
 // rowDone skips what the current row left of its draws.
@@ -99,19 +104,8 @@ func (s *longStream) intIn(low, high int64) int64 {
 	return low + v%(high-low+1)
 }
 
-func (s *longStream) advance(n int64) {
-	m := int64(multiplier)
-	for n > 0 {
-		if n&1 == 1 {
-			s.seed = s.seed * m % modulus
-		}
-		m = m * m % modulus
-		n >>= 1
-	}
-}
-
 func (s *longStream) rowDone() {
-	s.advance(s.perRow - s.used)
+	s.seed = jump(s.seed, s.perRow-s.used)
 	s.used = 0
 }
 
@@ -119,7 +113,7 @@ func (s *longStream) skipRows(n int64) {
 	if s.used != 0 {
 		s.rowDone()
 	}
-	s.advance(s.perRow * n)
+	s.seed = jump(s.seed, s.perRow*n)
 }
 
 // keyStream draws keys from [1, high] with the 32-bit stream, or with the
