@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -136,6 +137,12 @@ func (s *Store) saveRun(ctx context.Context, r *Run, summary func(id int64) (jso
 	}
 
 	fail := func(err error) (int64, error) {
+		// A cancelled save can surface as database/sql's "statement is
+		// closed" (its context watcher closed the statement first): the
+		// cause is the cancellation, and callers test for it.
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %v", cerr, err)
+		}
 		return 0, errs.Wrap(errs.KindInternal, err, "", "save run in %s", s.path)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
