@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/testutil"
 )
@@ -253,9 +254,33 @@ cooldown: 3s
 		t.Errorf("dry run of the resume:\n%s", d.stdout)
 	}
 
+	// As if the experiment had then been killed -9 mid-run: its server runs
+	// on with a setting it changed, and its status says running. The
+	// resume restores the setting, says so, and continues (issue 16, item 5).
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Apply(ctx, []server.Setting{{Name: "work_mem", Value: "33MB"}}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.SetHolder(t, srv.Dir(), "work_mem", testutil.DeadPID(t))
+	func() {
+		st := openStore(t, results)
+		defer st.Close()
+		if err := st.SetExperimentStatus(ctx, e.ID, store.ExpRunning, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}()
+
 	r = h.run("experiment", "run", path, "--results", results, "--resume")
 	if r.code != 0 || !strings.Contains(r.stderr, "resuming (1 completed runs kept)") || !strings.Contains(r.stderr, "the data is there already") {
 		t.Fatalf("resume:\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "restoring work_mem, left changed by a tunebench process that ended") {
+		t.Errorf("the resume does not say it restored the killed experiment's setting:\n%s", r.stderr)
+	}
+	if got := showSetting(t, srv, "postgres", "work_mem"); got == "33MB" {
+		t.Errorf("work_mem = %s after the resume", got)
 	}
 	if strings.Contains(r.stderr, "== run 3/3") || !strings.Contains(r.stderr, "== run 2/2 ") {
 		t.Errorf("resume should do 2 runs:\n%s", r.stderr)

@@ -32,6 +32,8 @@ type Target interface {
 	// Apply makes settings effective (a reload, or a restart when a
 	// setting's context needs one) and verifies them before returning.
 	Apply(ctx context.Context, settings []Setting) (restarted bool, err error)
+	// Check validates settings without changing anything.
+	Check(ctx context.Context, settings []Setting) error
 	// Load makes the data of cfg.Load available: loaded into the template
 	// database (or, with reset: none, the benchmark database) unless it is
 	// there already from an earlier attempt (loaded = false).
@@ -166,6 +168,7 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 		todo[i] = true
 	}
 	var expID int64
+	var prev *store.Experiment // the stored experiment a resume continues
 	if resume {
 		e, err := r.Store.GetExperiment(ctx, p.Name)
 		if err != nil {
@@ -186,7 +189,7 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 		if todo, out.Skipped, err = p.Remaining(links); err != nil {
 			return out, errs.Wrap(errs.KindUsage, err, "run it as a new experiment under another name", "cannot resume experiment %q", p.Name)
 		}
-		expID = e.ID
+		expID, prev = e.ID, e
 		if err := r.Store.SetExperimentPlan(ctx, expID, planJSON); err != nil {
 			return out, err
 		}
@@ -245,7 +248,9 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 		var err error
 		switch s.Kind {
 		case StepOpen:
-			target, err = r.Env.Open(ctx, s.DataDir)
+			if target, err = r.Env.Open(ctx, s.DataDir); err == nil {
+				err = checkSettings(ctx, target, p)
+			}
 		case StepLoad:
 			done.Loaded, err = target.Load(ctx, &p.Configs[s.Config])
 		case StepApply:
@@ -303,10 +308,16 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 	case !finished || out.Failed > 0:
 		status = store.ExpFailed
 	}
+	ended := clock.Now()
+	if prev != nil && out.Ran == 0 && status == store.ExpFailed {
+		// A resume that could not start a run (its server refused, say)
+		// changes nothing: the experiment keeps the status it had.
+		status, ended = prev.Status, prev.EndedAt
+	}
 	out.Status = status
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	serr := r.Store.SetExperimentStatus(sctx, expID, status, clock.Now())
+	serr := r.Store.SetExperimentStatus(sctx, expID, status, ended)
 
 	var final error
 	switch {

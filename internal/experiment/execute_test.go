@@ -113,6 +113,8 @@ type fakeEnv struct {
 	runHook func(ctx context.Context, req RunRequest) (string, error)
 	failOn  string // a step kind whose call fails
 	closed  int
+	// badValue is a setting (name=value) Check refuses.
+	badValue string
 }
 
 type fakeTarget struct {
@@ -134,6 +136,15 @@ func (t *fakeTarget) Apply(_ context.Context, s []Setting) (bool, error) {
 		return false, errs.Usage("", "bad value")
 	}
 	return false, nil
+}
+
+func (t *fakeTarget) Check(_ context.Context, s []Setting) error {
+	for _, set := range s {
+		if set.String() == t.env.badValue {
+			return errs.Usage("use a smaller value", "%s is too big for this machine", set)
+		}
+	}
+	return nil
 }
 
 func (t *fakeTarget) Load(_ context.Context, c *Config) (bool, error) {
@@ -462,5 +473,48 @@ func TestJoinKeepKind(t *testing.T) {
 	}
 	if joinKeepKind(nil, nil) != nil || joinKeepKind(a) != a {
 		t.Errorf("trivial joins")
+	}
+}
+
+// A value the server would refuse in the last configuration stops the
+// experiment before its first run, naming the file line (issue 16, item 3).
+func TestExecuteChecksSettingsFirst(t *testing.T) {
+	st := newMemStore()
+	env := &fakeEnv{st: st, badValue: "work_mem=8MB"}
+	r, _ := newRunner(st, env)
+	out, err := r.Execute(context.Background(), mustPlan(t, execSpec, 1), false)
+	if errs.KindOf(err) != errs.KindUsage || out.Ran != 0 || env.closed != 1 {
+		t.Fatalf("bad value: %+v %v", out, err)
+	}
+	if !strings.Contains(err.Error(), ":5: matrix.settings.work_mem: 8MB") || errs.HintOf(err) != "use a smaller value" {
+		t.Errorf("error does not name the line and keep the fix: %v (hint %q)", err, errs.HintOf(err))
+	}
+	for _, l := range env.log {
+		if strings.HasPrefix(l, "apply") || strings.HasPrefix(l, "run") {
+			t.Errorf("%q happened before the check refused the value", l)
+		}
+	}
+}
+
+// A resume that cannot start (its server refuses) leaves the experiment's
+// status as it was (issue 16, item 5).
+func TestResumeThatCannotStartKeepsStatus(t *testing.T) {
+	st := newMemStore()
+	r, _ := newRunner(st, &fakeEnv{st: st, runHook: func(ctx context.Context, req RunRequest) (string, error) {
+		return store.StatusInterrupted, errs.New(errs.KindInterrupted, "", "interrupted")
+	}})
+	out, _ := r.Execute(context.Background(), mustPlan(t, execSpec, 1), false)
+	if out.Status != store.ExpInterrupted && out.Status != store.ExpFailed {
+		t.Fatalf("first attempt: %+v", out)
+	}
+	before := out.Status
+	r, _ = newRunner(st, &fakeEnv{st: st, failOn: "open"})
+	out, err := r.Execute(context.Background(), mustPlan(t, execSpec, 1), true)
+	if err == nil || out.Ran != 0 {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	e, _ := st.GetExperiment(context.Background(), "exec")
+	if e.Status != before {
+		t.Errorf("a resume that could not start turned status %s into %s", before, e.Status)
 	}
 }

@@ -135,6 +135,15 @@ func (lt *labTarget) Apply(ctx context.Context, settings []Setting) (bool, error
 	return ch.Restarted(), nil
 }
 
+// Check validates settings on the server without changing anything.
+func (lt *labTarget) Check(ctx context.Context, settings []Setting) error {
+	list := make([]target.Setting, len(settings))
+	for i, s := range settings {
+		list[i] = target.Setting{Name: s.Name, Value: s.Value}
+	}
+	return lt.t.Settings().Check(ctx, list)
+}
+
 // Close restores the settings and stops a server the target started.
 func (lt *labTarget) Close(ctx context.Context) error { return lt.t.Close(ctx) }
 

@@ -96,6 +96,8 @@ type Setting struct {
 	Value string `json:"value"`
 }
 
+func (s Setting) String() string { return s.Name + "=" + s.Value }
+
 // KV is a name and a value.
 type KV struct {
 	Name  string `json:"name"`
@@ -117,6 +119,8 @@ type Dimension struct {
 	Name   string
 	Values []string // canonical text, in file order
 	Line   int
+	// ValueLines are the file lines of Values (for messages).
+	ValueLines []int
 }
 
 // Key is how the dimension appears in labels and baselines.
@@ -583,7 +587,9 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 				for _, it := range items {
 					v, ok := settingValue(it, "matrix.settings."+h.key, p)
 					if ok {
-						d.Values = appendUnique(d.Values, v, it, "matrix.settings."+h.key, p)
+						if d.Values = appendUnique(d.Values, v, it, "matrix.settings."+h.key, p); len(d.Values) > len(d.ValueLines) {
+							d.ValueLines = append(d.ValueLines, it.Line)
+						}
 					}
 				}
 				for _, base := range s.Target.Settings {

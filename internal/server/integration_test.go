@@ -354,6 +354,96 @@ func TestManagedServer(t *testing.T) {
 		}
 	})
 
+	// Issue 16, items 1-3: every change journaled with its holder; a dead
+	// holder's changes are restored by the next user of the server; a
+	// live one's are refused to others; shared memory checked up front.
+	t.Run("a killed holder's settings are restored by the next user", func(t *testing.T) {
+		if _, err := srv.Apply(ctx, []server.Setting{{Name: "work_mem", Value: "21MB"}}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.SetHolder(t, dir, "work_mem", deadPID(t)) // as if this process had been killed -9
+		o, err := server.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var log syncBuffer
+		o.SetLog(&log)
+		left, err := o.RestoreLeftovers(ctx)
+		if err != nil || len(left) != 1 || left[0].Name != "work_mem" {
+			t.Fatalf("leftovers: %+v %v", left, err)
+		}
+		if got := show(t, srv, "work_mem"); got != "4MB" {
+			t.Errorf("work_mem = %s after restoring the leftover", got)
+		}
+		if !strings.Contains(log.String(), "restoring work_mem, left changed by a tunebench process that ended") {
+			t.Errorf("nothing said about the restore: %q", log.String())
+		}
+		if got := o.AppliedSettings(); len(got) != 0 {
+			t.Errorf("still journaled: %+v", got)
+		}
+	})
+
+	t.Run("a live holder's setting is refused to others and not a leftover", func(t *testing.T) {
+		if _, err := srv.Apply(ctx, []server.Setting{{Name: "work_mem", Value: "22MB"}}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.SetHolder(t, dir, "work_mem", os.Getppid()) // another live process holds it
+		o, err := server.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left, err := o.RestoreLeftovers(ctx); err != nil || len(left) != 0 {
+			t.Errorf("a live holder's setting restored as a leftover: %+v %v", left, err)
+		}
+		_, err = o.Apply(ctx, []server.Setting{{Name: "work_mem", Value: "23MB"}})
+		wantKind(t, err, errs.KindConnect, "work_mem", "held by another tunebench process", fmt.Sprint(os.Getppid()))
+		if err := o.Restore(ctx); err != nil { // what server stop does
+			t.Fatal(err)
+		}
+		if got := show(t, srv, "work_mem"); got != "4MB" {
+			t.Errorf("work_mem = %s", got)
+		}
+	})
+
+	t.Run("release restores only this process's settings", func(t *testing.T) {
+		done, err := srv.Apply(ctx, []server.Setting{{Name: "work_mem", Value: "24MB"}, {Name: "maintenance_work_mem", Value: "99MB"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Release(ctx, done[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if got := show(t, srv, "work_mem"); got != "4MB" {
+			t.Errorf("work_mem = %s after its release", got)
+		}
+		if got := show(t, srv, "maintenance_work_mem"); got != "99MB" {
+			t.Errorf("maintenance_work_mem = %s, released with work_mem", got)
+		}
+		if err := srv.Release(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.AppliedSettings(); len(got) != 0 || show(t, srv, "maintenance_work_mem") == "99MB" {
+			t.Errorf("after releasing all: %+v", got)
+		}
+	})
+
+	t.Run("shared memory beyond the machine's is refused before any change", func(t *testing.T) {
+		mem := server.MachineMemory()
+		if mem <= 0 {
+			t.Skip("the machine's memory is unknown here")
+		}
+		err := srv.Check(ctx, []server.Setting{{Name: "shared_buffers", Value: "1TB"}})
+		wantKind(t, err, errs.KindUsage, "shared_buffers=1TB", "more than this machine's")
+		_, err = srv.Apply(ctx, []server.Setting{{Name: "work_mem", Value: "25MB"}, {Name: "shared_buffers", Value: "1TB"}})
+		wantKind(t, err, errs.KindUsage, "shared_buffers=1TB", "more than this machine's")
+		if got := show(t, srv, "work_mem"); got != "4MB" {
+			t.Errorf("work_mem = %s: changed although the settings were refused", got)
+		}
+		if err := srv.Check(ctx, []server.Setting{{Name: "shared_buffers", Value: "64MB"}}); err != nil {
+			t.Errorf("a modest shared_buffers refused: %v", err)
+		}
+	})
+
 	t.Run("stop restores and keeps data", func(t *testing.T) {
 		conn, err := srv.Connect(ctx)
 		if err != nil {

@@ -231,7 +231,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	if len(o.Settings) > 0 {
-		if _, err := s.applyLocked(ctx, o.Settings); err != nil {
+		if _, err := s.applyLocked(ctx, o.Settings, nil); err != nil {
 			s.logf("stopping the server because its settings could not be applied")
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReadyTimeout)
 			defer cancel()
@@ -470,9 +470,13 @@ func (s *Server) Restart(ctx context.Context, mode string) error {
 }
 
 // Apply changes settings like the package-level Apply, restarting the server
-// when needed, and records them in server.json so that Stop, Restore or another
-// process can restore them. Settings tunebench manages (port,
-// listen_addresses, unix_socket_directories) are refused.
+// when needed, and checks the shared memory they need against the
+// machine's. Each change is journaled in server.json before it is made,
+// held by this process: Release restores it; if the process dies first,
+// the next stop, start, run or experiment on the server restores it
+// (RestoreLeftovers). Settings tunebench manages (port, listen_addresses,
+// unix_socket_directories) are refused, and so is a setting another live
+// process holds.
 func (s *Server) Apply(ctx context.Context, settings []Setting) ([]Applied, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
@@ -482,7 +486,104 @@ func (s *Server) Apply(ctx context.Context, settings []Setting) ([]Applied, erro
 	if err := s.refresh(); err != nil {
 		return nil, err
 	}
-	return s.applyLocked(ctx, settings)
+	return s.applyLocked(ctx, settings, self())
+}
+
+// Check validates settings as Apply would, against the server's
+// pg_settings and the machine's memory, changing nothing.
+func (s *Server) Check(ctx context.Context, settings []Setting) error {
+	for _, set := range settings {
+		if managedSetting(set.Name) {
+			return errs.Usage("use --port and --dir to place the managed server", "setting %s is managed by tunebench and cannot be changed", set.Name)
+		}
+	}
+	return Check(ctx, s.Connect, s, settings, MachineMemory())
+}
+
+// Release restores the settings this process applied (those of applied;
+// all of them when applied is nil) and removes them from the journal.
+func (s *Server) Release(ctx context.Context, applied []Applied) error {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.refresh(); err != nil {
+		return err
+	}
+	me := self()
+	var mine []Applied
+	for _, a := range s.applied() {
+		if !a.Holder.Same(me) {
+			continue
+		}
+		keep := applied == nil
+		for _, b := range applied {
+			keep = keep || b.Name == a.Name
+		}
+		if keep {
+			mine = append(mine, a)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	if err := s.restoreLocked(ctx, mine); err != nil {
+		return err
+	}
+	s.logf("restored %s", appliedNames(mine))
+	return nil
+}
+
+// RestoreLeftovers restores the settings left changed by processes that
+// ended without restoring them (killed runs and experiments) and says so;
+// it returns what it restored.
+func (s *Server) RestoreLeftovers(ctx context.Context) ([]Applied, error) {
+	if len(leftovers(s.applied())) == 0 {
+		return nil, nil // a cheap look first: this runs before every run
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := s.refresh(); err != nil {
+		return nil, err
+	}
+	left := leftovers(s.applied())
+	if len(left) == 0 {
+		return nil, nil
+	}
+	s.logf("restoring %s, left changed by a tunebench process that ended without restoring them (%s)", appliedNames(left), holders(left))
+	if err := s.restoreLocked(ctx, left); err != nil {
+		return nil, err
+	}
+	return left, nil
+}
+
+// restoreLocked restores entries of the journal (over SQL when the server
+// runs, restarting it when one needs it; in postgresql.auto.conf when it
+// does not run or does not come back) and removes them from the journal.
+func (s *Server) restoreLocked(ctx context.Context, entries []Applied) error {
+	if s.running() {
+		err := restore(ctx, s.Connect, lockedRestarter{s}, entries, true)
+		if err != nil && s.running() {
+			return errs.Wrap(errs.KindConnect, err, "check the server log "+s.LogPath()+"; `tunebench server stop --dir "+s.dir+"` restores them",
+				"restoring settings %s", appliedNames(entries))
+		}
+		if err != nil {
+			s.logf("the server is down after restoring over SQL failed (%v); undoing %s in postgresql.auto.conf", err, appliedNames(entries))
+			if err := s.offlineRestore(entries); err != nil {
+				return err
+			}
+		}
+	} else if err := s.offlineRestore(entries); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.st.Applied = without(s.st.Applied, entries)
+	s.mu.Unlock()
+	return s.save()
 }
 
 // Restore restores every setting recorded as applied.
@@ -532,20 +633,28 @@ func managedSetting(name string) bool {
 	return false
 }
 
-func (s *Server) applyLocked(ctx context.Context, settings []Setting) ([]Applied, error) {
+func (s *Server) applyLocked(ctx context.Context, settings []Setting, holder *Holder) ([]Applied, error) {
 	for _, set := range settings {
 		if managedSetting(set.Name) {
 			return nil, errs.Usage("use --port and --dir to place the managed server", "setting %s is managed by tunebench and cannot be changed", set.Name)
 		}
 	}
 	old := s.applied()
+	for _, set := range settings {
+		for _, a := range old {
+			if a.Name == set.Name && a.Holder != nil && !a.Holder.Same(holder) && a.Holder.Alive() {
+				return nil, errs.New(errs.KindConnect, "wait for it to end (it restores the setting), then run again",
+					"setting %s of the server in %s is held by another tunebench process (%s) until it ends", set.Name, s.dir, a.Holder)
+			}
+		}
+	}
 	record := func(done []Applied) error {
 		s.mu.Lock()
 		s.st.Applied = mergeApplied(old, done)
 		s.mu.Unlock()
 		return s.save()
 	}
-	res, err := apply(ctx, s.Connect, lockedRestarter{s}, settings, record)
+	res, err := apply(ctx, s.Connect, lockedRestarter{s}, settings, applyOpts{record: record, mem: MachineMemory(), holder: holder})
 	if err == nil {
 		for _, a := range res {
 			how := "reload"
@@ -594,13 +703,15 @@ func (s *Server) applyLocked(ctx context.Context, settings []Setting) ([]Applied
 		strings.Join(list, ", "), logLines)
 }
 
-// mergeApplied adds done to old; a setting applied again keeps its original previous values.
+// mergeApplied adds done to old; a setting applied again by the same holder
+// keeps its original previous values. A setting another holder changed
+// before (the server's lifetime, under a run's) is a new entry above it.
 func mergeApplied(old, done []Applied) []Applied {
 	out := append([]Applied(nil), old...)
 	for _, d := range done {
 		found := false
 		for i := range out {
-			if out[i].Name == d.Name {
+			if out[i].Name == d.Name && out[i].Holder.Same(d.Holder) {
 				d.Previous, d.HadAuto, d.AutoPrevious = out[i].Previous, out[i].HadAuto, out[i].AutoPrevious
 				out[i] = d
 				found = true

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -70,6 +72,9 @@ type Applied struct {
 	NeededRestart bool   `json:"needed_restart"`          // a restart was needed to make it effective
 	HadAuto       bool   `json:"had_auto"`                // postgresql.auto.conf held a value before
 	AutoPrevious  string `json:"auto_previous,omitempty"` // that value, restored instead of RESET
+	// Holder is the process that restores it when it ends; nil: the
+	// server's lifetime (restored when the server stops).
+	Holder *Holder `json:"holder,omitempty"`
 }
 
 // settingInfo is one pg_settings row.
@@ -541,15 +546,47 @@ func pendingRestart(ctx context.Context, conn *pgx.Conn, names []string) ([]stri
 // fails midway it restores what it already changed. r may be nil when the
 // target cannot be restarted; settings that need a restart are then refused.
 func Apply(ctx context.Context, connect Connector, r Restarter, settings []Setting) ([]Applied, error) {
-	return apply(ctx, connect, r, settings, nil)
+	return apply(ctx, connect, r, settings, applyOpts{})
 }
 
-// apply is Apply with a hook called after each change, so a caller can record
-// progress durably before anything else can fail.
-func apply(ctx context.Context, connect Connector, r Restarter, settings []Setting, record func([]Applied) error) ([]Applied, error) {
+// Check validates settings as Apply does before it changes anything (name,
+// type, unit, range, enum, context) and, when mem > 0, the shared memory
+// they need against mem bytes (the machine's memory). It changes nothing.
+func Check(ctx context.Context, connect Connector, r Restarter, settings []Setting, mem int64) error {
+	if len(settings) == 0 {
+		return nil
+	}
+	conn, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	all, err := loadSettings(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if _, err := validate(all, settings, r); err != nil {
+		return err
+	}
+	return checkMemory(all, settings, mem)
+}
+
+// applyOpts are apply's options beyond the settings.
+type applyOpts struct {
+	// record is called with the changes so far before each one is made
+	// and after all are verified, so that a caller can journal them
+	// durably before anything else can fail.
+	record func([]Applied) error
+	mem    int64   // the machine's memory in bytes for checkMemory (0: unknown)
+	holder *Holder // recorded in each Applied
+}
+
+// apply is Apply with options.
+func apply(ctx context.Context, connect Connector, r Restarter, settings []Setting, o applyOpts) ([]Applied, error) {
 	if len(settings) == 0 {
 		return nil, nil
 	}
+	record := o.record
 	conn, err := connect(ctx)
 	if err != nil {
 		return nil, err
@@ -572,6 +609,9 @@ func apply(ctx context.Context, connect Connector, r Restarter, settings []Setti
 	if err != nil {
 		return nil, err
 	}
+	if err := checkMemory(all, settings, o.mem); err != nil {
+		return nil, err
+	}
 
 	var done []Applied
 	fail := func(cause error) ([]Applied, error) {
@@ -590,7 +630,7 @@ func apply(ctx context.Context, connect Connector, r Restarter, settings []Setti
 
 	for i, s := range settings {
 		si := infos[i]
-		a := Applied{Name: s.Name, Value: s.Value, Context: si.Context}
+		a := Applied{Name: s.Name, Value: s.Value, Context: si.Context, Holder: o.holder}
 		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", s.Name).Scan(&a.Previous); err != nil {
 			return fail(errs.Wrap(errs.KindConnect, err, "", "reading %s", s.Name))
 		}
@@ -601,6 +641,15 @@ func apply(ctx context.Context, connect Connector, r Restarter, settings []Setti
 		if err != nil {
 			return fail(err)
 		}
+		// Journal the change before making it: a process killed right
+		// after the ALTER SYSTEM leaves a record to restore from (restoring
+		// a change that was not made is harmless: it writes what is there).
+		done = append(done, a)
+		if record != nil {
+			if err := record(done); err != nil {
+				return fail(err)
+			}
+		}
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			var pe *pgconn.PgError
 			if errors.As(err, &pe) {
@@ -608,12 +657,6 @@ func apply(ctx context.Context, connect Connector, r Restarter, settings []Setti
 					"cannot set %s to %q: %s", s.Name, redact.SettingValue(s.Name, s.Value), scrub(s.Name, s.Value, pgMessage(err))))
 			}
 			return fail(errs.Wrap(errs.KindConnect, err, "", "ALTER SYSTEM SET %s", s.Name))
-		}
-		done = append(done, a)
-		if record != nil {
-			if err := record(done); err != nil {
-				return fail(err)
-			}
 		}
 	}
 
@@ -776,4 +819,127 @@ func restore(ctx context.Context, connect Connector, r Restarter, applied []Appl
 		}
 	}
 	return errors.Join(problems...)
+}
+
+// settingBytes is a memory setting's value in bytes; value "" means the
+// server's current value. ok is false for settings that are not memory sizes.
+func settingBytes(si settingInfo, value string) (float64, bool) {
+	bScale, kind, ok := baseUnit(si.Unit)
+	if !ok || kind != "memory" {
+		return 0, false
+	}
+	if value == "" {
+		n, err := strconv.ParseFloat(si.Setting, 64)
+		return n * bScale, err == nil
+	}
+	m := numberRe.FindStringSubmatch(value)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	if u := m[2]; u != "" {
+		vScale, vKind, ok := unitScale(u)
+		if !ok || vKind != "memory" {
+			return 0, false
+		}
+		return n * vScale, true
+	}
+	return n * bScale, true
+}
+
+// sharedMemorySettings are the settings that size the server's shared memory.
+var sharedMemorySettings = []string{"shared_buffers", "wal_buffers", "min_dynamic_shared_memory"}
+
+// checkMemory refuses settings whose shared memory (shared_buffers,
+// wal_buffers, min_dynamic_shared_memory, with the server's current values
+// for those not given) exceeds mem bytes, the machine's memory (0: unknown).
+// Such a server cannot start, or starts and swaps.
+func checkMemory(all map[string]settingInfo, settings []Setting, mem int64) error {
+	if mem <= 0 {
+		return nil
+	}
+	given := map[string]string{}
+	touched := false
+	for _, s := range settings {
+		given[s.Name] = s.Value
+		for _, n := range sharedMemorySettings {
+			touched = touched || s.Name == n
+		}
+	}
+	if !touched {
+		return nil
+	}
+	size := map[string]float64{}
+	for _, n := range sharedMemorySettings {
+		si, ok := all[n]
+		if !ok {
+			continue
+		}
+		if b, ok := settingBytes(si, given[n]); ok {
+			size[n] = b
+		}
+	}
+	if size["wal_buffers"] < 0 { // -1: 1/32 of shared_buffers, 64 kB to 16 MB
+		size["wal_buffers"] = math.Min(math.Max(size["shared_buffers"]/32, 64<<10), 16<<20)
+	}
+	total := size["shared_buffers"] + size["wal_buffers"] + size["min_dynamic_shared_memory"]
+	if total < float64(mem) {
+		return nil
+	}
+	var parts []string
+	for _, s := range settings {
+		if _, ok := size[s.Name]; ok {
+			parts = append(parts, s.Name+"="+s.Value)
+		}
+	}
+	return errs.Usage(fmt.Sprintf("use a smaller value: the machine has %s of memory, and shared_buffers is usually a quarter of it (%s)",
+		fmtBytes(float64(mem)), fmtBytes(float64(mem)/4)),
+		"%s needs %s of shared memory (shared_buffers, wal_buffers and min_dynamic_shared_memory together), more than this machine's %s of memory",
+		strings.Join(parts, ", "), fmtBytes(total), fmtBytes(float64(mem)))
+}
+
+// fmtBytes prints a size in binary units (1.5 GiB).
+func fmtBytes(b float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	i := 0
+	for b >= 1024 && i < len(units)-1 {
+		b /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f B", b)
+	}
+	return fmt.Sprintf("%.1f %s", b, units[i])
+}
+
+// MachineMemory is the memory a server on this machine can use, in bytes:
+// MemTotal from /proc/meminfo, or the memory limit of this process's cgroup
+// (v2) when lower (a managed server is its child and shares it); 0 when
+// unknown.
+func MachineMemory() int64 {
+	var mem int64
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					mem = kb << 10
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if rest, ok := strings.CutPrefix(line, "0::"); ok {
+				if v, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", rest, "memory.max")); err == nil {
+					if lim, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64); err == nil && lim > 0 && (mem == 0 || lim < mem) {
+						mem = lim
+					}
+				}
+			}
+		}
+	}
+	return mem
 }

@@ -60,6 +60,10 @@ func (s Setting) String() string { return s.Name + "=" + s.Value }
 type Settings interface {
 	// Parse checks "name=value" (a usage error when malformed).
 	Parse(kv string) (Setting, error)
+	// Check validates settings without changing anything (names, types,
+	// units, ranges, enum values, and what the machine can hold when the
+	// target knows it).
+	Check(ctx context.Context, s []Setting) error
 	// Apply makes settings effective (a reload, or a restart when one
 	// needs it), verifies them, and returns what to restore. It changes
 	// nothing when it fails.

@@ -49,6 +49,13 @@ func open(ctx context.Context, s target.Spec) (*Target, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s.Log != nil {
+			srv.SetLog(s.Log)
+		}
+		// Settings a killed run left changed are restored before anything else.
+		if _, err := srv.RestoreLeftovers(ctx); err != nil {
+			return nil, err
+		}
 		s.Redactor.AddSecret(srv.Password())
 		t.srv, dsn = srv, srv.DSN()
 	}
@@ -103,9 +110,16 @@ func openManaged(ctx context.Context, s target.Spec) (*Target, error) {
 	}
 	if srv, err := server.Open(dir); err == nil {
 		if st, err := srv.Status(ctx); err == nil && st.Running {
-			if len(srv.AppliedSettings()) > 0 {
-				return nil, errs.Usage("stop it first (tunebench server stop --dir "+dir+" restores them), then run the experiment",
-					"the server in %s is running with settings tunebench changed and has not restored", dir)
+			if s.Log != nil {
+				srv.SetLog(s.Log)
+			}
+			// A killed run or experiment (one being resumed) left these.
+			if _, err := srv.RestoreLeftovers(ctx); err != nil {
+				return nil, err
+			}
+			if held := srv.AppliedSettings(); len(held) > 0 {
+				return nil, errs.Usage("wait for that process to end, or stop the server (tunebench server stop --dir "+dir+" restores them), then run the experiment",
+					"the server in %s runs with settings another tunebench process changed and holds: %s", dir, server.Describe(held))
 			}
 			t.srv = srv
 		}

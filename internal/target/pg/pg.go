@@ -136,7 +136,7 @@ func (t *Target) Close(ctx context.Context) error {
 	case t.srv != nil && t.started:
 		err = t.srv.Stop(ctx, "fast") // restores what Apply changed
 	case t.srv != nil && t.owned:
-		err = t.srv.Restore(ctx)
+		err = t.srv.Release(ctx, nil)
 	case len(t.pending) > 0:
 		err = server.Restore(ctx, t.conn.Connect, nil, t.pending)
 		if err == nil {

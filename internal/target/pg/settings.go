@@ -23,20 +23,32 @@ func (settings) Parse(kv string) (target.Setting, error) {
 	return target.Setting{Name: s.Name, Value: s.Value}, nil
 }
 
-// Apply applies and verifies the settings. On an owned target (an
-// experiment's) they stay applied until Close: recorded in the managed
-// server's state (restored by its next stop, even after a crash), or kept
-// in memory for a server given by connection string.
+// Check validates the settings without changing anything: against
+// pg_settings, and on a managed server also the shared memory they need
+// against the machine's memory.
+func (s settings) Check(ctx context.Context, list []target.Setting) error {
+	t := s.t
+	if t.srv != nil {
+		return t.srv.Check(ctx, serverSettings(list))
+	}
+	return server.Check(ctx, t.conn.Connect, nil, serverSettings(list), 0)
+}
+
+// Apply applies and verifies the settings. On a managed server each change
+// is journaled in its directory (held by this process, restored by the
+// server's next stop, start, run or experiment if the process dies). On an
+// owned target (an experiment's) they stay applied until Close; for a
+// server given by connection string they are kept in memory.
 func (s settings) Apply(ctx context.Context, list []target.Setting) (target.Change, error) {
 	t := s.t
 	ss := serverSettings(list)
 	var done []server.Applied
 	var err error
 	switch {
-	case t.owned && t.srv != nil:
-		done, err = t.srv.Apply(ctx, ss)
 	case t.srv != nil:
-		done, err = server.Apply(ctx, t.conn.Connect, t.srv, ss)
+		// Journaled in the server's directory before each change, and
+		// undone in its files when the server does not come back.
+		done, err = t.srv.Apply(ctx, ss)
 	default:
 		done, err = server.Apply(ctx, t.conn.Connect, nil, ss)
 		if t.owned {
@@ -81,11 +93,10 @@ func (c *change) Restore(ctx context.Context) error {
 	if len(c.applied) == 0 || c.t.owned {
 		return nil
 	}
-	var r server.Restarter
 	if c.t.srv != nil {
-		r = c.t.srv
+		return c.t.srv.Release(ctx, c.applied)
 	}
-	return server.Restore(ctx, c.t.conn.Connect, r, c.applied)
+	return server.Restore(ctx, c.t.conn.Connect, nil, c.applied)
 }
 
 // mergeFirst adds done to old, keeping the first previous value of a
