@@ -77,8 +77,12 @@ func newServerStopCmd(s *State) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			held := srv.AppliedSettings()
 			if err := srv.Stop(cmd.Context(), mode); err != nil {
 				return err
+			}
+			if mode != "immediate" && len(held) > 0 {
+				s.printf("restored %s\n", server.Describe(held))
 			}
 			s.printf("stopped %s\n", dir)
 			return nil

@@ -43,7 +43,11 @@ func (h *Holder) Alive() bool {
 	if !processAlive(h.PID) {
 		return false
 	}
-	return h.Start == 0 || procStart(h.PID) == 0 || procStart(h.PID) == h.Start
+	state, start := procStat(h.PID)
+	if state == 'Z' || state == 'X' {
+		return false // killed, not yet reaped (a parent that never waits, or none)
+	}
+	return h.Start == 0 || start == 0 || start == h.Start
 }
 
 // Same reports whether h and o are the same process.
@@ -66,26 +70,35 @@ func (h *Holder) String() string {
 
 // procStart reads a process's start time from /proc (0 when unknown).
 func procStart(pid int) uint64 {
+	_, start := procStat(pid)
+	return start
+}
+
+// procStat reads a process's state (field 3 of /proc/PID/stat: R, S, Z ...)
+// and start time (field 22); 0 for what cannot be read.
+func procStat(pid int) (state byte, start uint64) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// The command name (field 2) is in parentheses and may hold spaces.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	fields := strings.Fields(s[i+1:])
-	// fields[0] is field 3 (state); starttime is field 22.
+	if len(fields) > 0 && fields[0] != "" {
+		state = fields[0][0]
+	}
 	if len(fields) < 20 {
-		return 0
+		return state, 0
 	}
 	v, err := strconv.ParseUint(fields[19], 10, 64)
 	if err != nil {
-		return 0
+		return state, 0
 	}
-	return v
+	return state, v
 }
 
 // leftovers are the applied settings whose holder has ended.
