@@ -8,6 +8,7 @@ import (
 
 func newCompareCmd(s *State) *cobra.Command {
 	var rf resultsFlag
+	var includeErrors bool
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
 		Short: "Compare two runs: throughput, latency per transaction type, ratio B/A",
@@ -15,7 +16,10 @@ func newCompareCmd(s *State) *cobra.Command {
 transaction type, and the ratio B/A of each. When both runs belong to
 experiments, the repetitions of their configurations (same x value, warm-up
 runs left out) are compared too: the ratio of their medians with a bootstrap
-95% confidence interval, "within noise" when the interval contains 1.0.`,
+95% confidence interval, "within noise" when the interval contains 1.0.
+Repetitions with status errors for an outage or checks that could not
+run are left out unless --include-errors is given; interrupted and failed
+runs never count.`,
 		Example: `  tunebench compare 12 17`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -32,7 +36,7 @@ runs left out) are compared too: the ratio of their medians with a bootstrap
 				return err
 			}
 			defer st.Close()
-			c, err := report.CompareRuns(cmd.Context(), st, s.Registry, a, b, 0, 0)
+			c, err := report.CompareRuns(cmd.Context(), st, s.Registry, a, b, report.CompareOptions{IncludeErrors: includeErrors})
 			if err != nil {
 				return err
 			}
@@ -40,5 +44,6 @@ runs left out) are compared too: the ratio of their medians with a bootstrap
 		},
 	}
 	rf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the repetitions with status errors for an outage or checks that could not run")
 	return cmd
 }

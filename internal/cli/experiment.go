@@ -131,7 +131,9 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 		var note string
 		if resume {
 			e, _ := st.GetExperiment(ctx, spec.Name)
-			if d := stored.Differences(plan); len(d) > 0 {
+			// As the resume itself decides (options added since the plan
+			// was made, at their defaults, do not change the runs).
+			if d := stored.Differences(plan); len(d) > 0 && !plan.SameRunsAs(stored) {
 				return errs.Usage("put the file back as it was, or run it as a new experiment under another name",
 					"experiment %q changed since it started: %s", plan.Name, strings.Join(d, "; "))
 			}
@@ -208,6 +210,9 @@ func observeExperiment(s *State, p *experiment.Plan, ev experiment.Event) {
 			switch {
 			case res != nil && res.RunID != 0:
 				s.eprintf("   run %d/%d: %s (run %d, %s) in %s\n", ev.Ordinal, ev.Total, res.Brief, res.RunID, res.Status, took)
+			case res != nil && res.Status != "" && rescued(ev.Err):
+				path, _ := store.RescuedTo(ev.Err)
+				s.eprintf("   run %d/%d: %s (%s, NOT stored: the result is in %s) in %s\n", ev.Ordinal, ev.Total, res.Brief, res.Status, path, took)
 			case ev.Err != nil:
 				s.eprintf("   run %d/%d failed: %v\n", ev.Ordinal, ev.Total, ev.Err)
 			}
@@ -412,4 +417,11 @@ func printExperimentResults(ctx context.Context, s *State, st *store.Store, name
 	}
 	t.flush()
 	return nil
+}
+
+// rescued reports whether err is a failed save whose run went to a rescue
+// file.
+func rescued(err error) bool {
+	_, ok := store.RescuedTo(err)
+	return ok
 }

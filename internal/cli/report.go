@@ -16,6 +16,7 @@ func newReportCmd(s *State) *cobra.Command {
 	var rf resultsFlag
 	var out, baseline string
 	var maxRuns int
+	var includeErrors bool
 	cmd := &cobra.Command{
 		Use:   "report EXPERIMENT|RUN_ID... [-o report.html]",
 		Short: "Write a self-contained HTML report of an experiment or of runs",
@@ -25,7 +26,12 @@ of clients or virtual users (one line per configuration: the median over the
 repetitions, with a min-max band), latency percentiles per transaction type,
 a comparison with a baseline configuration (median ratio and bootstrap 95%
 confidence interval), and per-run time series (throughput with checkpoints,
-latency, CPU, disk, WAL, wait events).
+latency, CPU, disk, WAL, wait events, outages shaded).
+
+Runs whose status is not ok are marked. Those with status errors for an
+outage or checks that could not run are left out of the medians and
+comparisons unless --include-errors is given; interrupted and failed runs
+never count.
 
 Give an experiment name, or one or more run ids (tunebench results list);
 without either, the most recent experiment of the store is reported.
@@ -46,7 +52,7 @@ docs/report.md explains how to read each section.`,
 				s.eprintf("reporting the most recent experiment, %s (give an experiment name or run ids to choose another)\n", name)
 				args = []string{name}
 			}
-			o := report.Options{Baseline: baseline, MaxSeriesRuns: maxRuns, Version: buildVersion(), Registry: s.Registry}
+			o := report.Options{Baseline: baseline, MaxSeriesRuns: maxRuns, IncludeErrors: includeErrors, Version: buildVersion(), Registry: s.Registry}
 			if err := reportTarget(cmd, st, args, &o); err != nil {
 				return err
 			}
@@ -68,6 +74,7 @@ docs/report.md explains how to read each section.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "report.html", "HTML file to write (- for standard output)")
 	cmd.Flags().StringVar(&baseline, "baseline", "", "configuration label to compare against (default: the experiment's baseline, else the first configuration)")
 	cmd.Flags().IntVar(&maxRuns, "max-series-runs", 30, "draw the time series of at most this many runs")
+	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the runs with status errors for an outage or checks that could not run in the medians and comparisons")
 	return cmd
 }
 

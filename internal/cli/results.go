@@ -38,9 +38,9 @@ func (f *resultsFlag) resolve(getenv func(string) string) (string, error) {
 func newResultsCmd(s *State) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "results",
-		Short: "List, show and export stored runs",
+		Short: "List, show, export and import stored runs",
 	}
-	cmd.AddCommand(newResultsListCmd(s), newResultsShowCmd(s), newResultsExportCmd(s))
+	cmd.AddCommand(newResultsListCmd(s), newResultsShowCmd(s), newResultsExportCmd(s), newResultsImportCmd(s))
 	return cmd
 }
 
@@ -215,5 +215,54 @@ func newResultsExportCmd(s *State) *cobra.Command {
 	rf.add(cmd.Flags())
 	cmd.Flags().StringVar(&format, "format", "json", "csv or json")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of standard output")
+	return cmd
+}
+
+// newResultsImportCmd brings in a run that a failed save wrote to a rescue
+// file. The file is left in place: until the store holding the run is known
+// to be good (it has just failed once), the file is the other copy, and a
+// second import of it is refused, so keeping it is harmless.
+func newResultsImportCmd(s *State) *cobra.Command {
+	var rf resultsFlag
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Store a run that a failed save wrote to a rescue file",
+		Long: `Store a run that could not be saved when it ended (a damaged or full results
+store): the run command wrote everything it would have stored to a rescue
+file and printed this command. The run is saved in one transaction, like a
+run that has just ended; a run already in the store is refused.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rescued, err := store.ReadRescue(args[0])
+			if err != nil {
+				return err
+			}
+			st, err := openStore(cmd, s, &rf)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.Check(ctx); err != nil {
+				return err
+			}
+			id, notes, err := results.Import(ctx, st, rescued)
+			if err != nil {
+				return err
+			}
+			for _, n := range notes {
+				s.eprintf("note: %s\n", n)
+			}
+			r := rescued.Run
+			brief := s.oneLineSummary(r.Workload, r.Summary)
+			if brief != "" {
+				brief = ": " + brief
+			}
+			s.printf("imported as run %d in %s (%s, status %s%s)\n", id, st.Path(), r.Workload, r.Status, brief)
+			s.printf("%s may be removed now\n", args[0])
+			return nil
+		},
+	}
+	rf.add(cmd.Flags())
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tunebench/tunebench/internal/lifecycle"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -57,10 +58,15 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	obs := s.runObserver(r)
 	req.Observe = obs.observe
 	sum, runErr := lifecycle.Run(ctx, req)
-	if sum != nil && sum.RunID != 0 {
+	rescue, isRescued := store.RescuedTo(runErr)
+	if sum != nil && (sum.RunID != 0 || isRescued) {
 		s.printf("\n")
 		s.printBlocks(showBlocks(r, sum, true))
-		s.printf("stored as run %d in %s\n", sum.RunID, st.Path())
+		if isRescued {
+			s.printf("NOT stored in %s (saving failed): the result is in %s\n", st.Path(), rescue)
+		} else {
+			s.printf("stored as run %d in %s\n", sum.RunID, st.Path())
+		}
 	}
 	if sum != nil && rf.json != "" {
 		if err := writeJSONFile(rf.json, sum); err != nil && runErr == nil {
@@ -70,7 +76,8 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	return runErr
 }
 
-// showBlocks is a run's terminal view (and, after a run, its checks).
+// showBlocks is a run's terminal view (and, after a run, its checks),
+// then why its status is not ok.
 func showBlocks(w workload.Workload, sum *results.Summary, checks bool) []results.Block {
 	var out []results.Block
 	if v, ok := w.(workload.Viewer); ok {
@@ -79,7 +86,7 @@ func showBlocks(w workload.Workload, sum *results.Summary, checks bool) []result
 	if cv, ok := w.(workload.CheckViewer); ok && checks {
 		out = append(out, cv.CheckView(sum)...)
 	}
-	return out
+	return append(out, results.StatusLines(sum)...)
 }
 
 // observer prints a run's events on stderr: the header, the progress

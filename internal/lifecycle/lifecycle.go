@@ -74,6 +74,10 @@ type Request struct {
 	Getenv     func(string) string
 	LookupEnv  func(string) (string, bool)
 	Observe    Observer
+
+	// rescued is the save's error when the store failed to save the run
+	// and its result went to a rescue file instead (see finish).
+	rescued error
 }
 
 func (r *Request) emit(e Event) {
@@ -109,9 +113,9 @@ func Run(ctx context.Context, req *Request) (*results.Summary, error) {
 	switch r := r.(type) {
 	case workload.Transactions:
 		defer r.Close()
-		return runTransactions(ctx, req, r)
+		return req.finish(runTransactions(ctx, req, r))
 	case workload.Measurer:
-		return runMeasurer(ctx, req, r)
+		return req.finish(runMeasurer(ctx, req, r))
 	}
 	return nil, errs.New(errs.KindInternal, "", "workload %s: its run is neither executed nor self-measured", w.Meta().Name)
 }
@@ -193,9 +197,9 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 	sum.Workload = req.Workload.Meta().Name
 	sum.WarmupS = x.Warmup.Seconds()
 	sum.Settings = applied
-	v, err := r.After(bg, res, sum)
-	if err != nil {
-		req.emit(Event{Kind: EventWarning, Text: "after the run: " + err.Error()})
+	v, afterErr := r.After(bg, res, sum)
+	if afterErr != nil {
+		req.emit(Event{Kind: EventWarning, Text: "after the run: " + afterErr.Error()})
 	}
 	if v == nil {
 		v = &workload.Verdict{}
@@ -209,23 +213,14 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 			return nil, err
 		}
 	}
-	switch {
-	case len(v.Failures) > 0:
-		sum.Status = store.StatusFailed
-	case res.Interrupted:
-		sum.Status = store.StatusInterrupted
-	case res.Errors > 0:
-		sum.Status = store.StatusErrors
-	default:
-		sum.Status = store.StatusOK
-	}
+	decideStatus(sum, res, v, afterErr, x)
 	hists, err := results.RunHistograms(res)
 	if err != nil {
 		return nil, err
 	}
 	series := append(append(results.RunSeries(res), v.Series...), sampled...)
 	id, err := save(bg, req, r, sum, env, v.Check, series, hists)
-	if err != nil {
+	if err != nil && req.rescued == nil { // a rescued run still ends with its own exit code
 		return sum, err
 	}
 	switch {
@@ -235,11 +230,8 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 		return sum, errs.New(errs.KindInterrupted, "", "run interrupted; partial result saved as run %d (status interrupted)", id)
 	case len(v.Failures) > 0:
 		return sum, failureError(v.Failures[0], id)
-	case sum.ErrorsPct > x.MaxErrorsPct:
-		return sum, errs.New(errs.KindRunErrors, "see the errors by SQLSTATE above; raise --max-errors-pct to accept them",
-			"run %d finished with %.2f%% errors (threshold %.2f%%)", id, sum.ErrorsPct, x.MaxErrorsPct)
 	}
-	return sum, nil
+	return sum, errorsExit(sum, id, req.Workload)
 }
 
 // failureError is the exit error of a failed check.
@@ -303,7 +295,7 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 		m.Env = envOf(bg, req)
 	}
 	id, serr := save(bg, req, r, sum, m.Env, m.Check, append(m.Series, sampled...), m.Histograms)
-	if serr != nil {
+	if serr != nil && req.rescued == nil { // a rescued run still ends with its own exit code
 		return sum, serr
 	}
 	if m.Exit != nil {
@@ -319,9 +311,12 @@ func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summar
 		return 0, err
 	}
 	rec := &results.Record{Summary: sum, Experiment: req.Experiment, Variant: r.Variant(), Params: params,
-		Env: env, Check: check, Series: series, Histograms: hists, Link: req.Link}
+		Env: env, Check: check, Series: series, Histograms: hists, Link: req.Link, RescueDirs: rescueDirs(req)}
 	id, err := results.Save(ctx, req.Store, rec)
 	if err != nil {
+		if _, ok := store.RescuedTo(err); ok {
+			req.rescued = err
+		}
 		return 0, err
 	}
 	req.emit(Event{Kind: EventSaved, RunID: id, Path: req.Store.Path()})

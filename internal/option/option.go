@@ -79,7 +79,13 @@ const (
 	RoleMaxErrorsPct      // exit 4 above this share of errors
 	RoleSeed              // random seed (0 = from the clock)
 	RoleNoCheck           // skip the checks after the run
+	RoleMaxOutagePct      // status errors and exit 4 when outages cover more of the window
 )
+
+// DefaultMaxOutagePct is the share of the measured window (in percent)
+// that outages may cover before a run's status is errors, for a workload
+// that declares no RoleMaxOutagePct option.
+const DefaultMaxOutagePct = 5.0
 
 // Option describes one option of a workload.
 type Option struct {

@@ -151,6 +151,7 @@ type Exec struct {
 	Rate             float64
 	LatencyLimit     time.Duration
 	MaxErrorsPct     float64
+	MaxOutagePct     float64
 	Seed             int64
 	NoCheck          bool
 }
@@ -175,6 +176,10 @@ func ExecOf(s Set, v Values) Exec {
 		e.MaxErrorsPct = v.Float(o.Name)
 	} else {
 		e.MaxErrorsPct = 100
+	}
+	e.MaxOutagePct = DefaultMaxOutagePct
+	if o, ok := s.ByRole(RoleMaxOutagePct); ok {
+		e.MaxOutagePct = v.Float(o.Name)
 	}
 	if e.Count > 0 {
 		e.Duration = 0

@@ -51,6 +51,21 @@ type group struct {
 	Baseline string
 	Compare  []cmpRow
 	Latency  []opGroup // per transaction type
+	// Flagged are the runs of the group's metric and x axis whose status
+	// is not ok (counted with IncludeErrors, or left out), marked on the
+	// throughput chart.
+	Flagged []flaggedRun
+}
+
+// flaggedRun is a run whose status is not ok, where the throughput chart
+// marks it.
+type flaggedRun struct {
+	ID       int64
+	Config   string
+	Color    int
+	X, Value float64
+	Status   string
+	Counted  bool
 }
 
 // latRow is the latency of one transaction type for one configuration at one
@@ -126,6 +141,17 @@ func analyse(d *dataset, baseline string, resamples int, seed uint64) *analysis 
 			}
 		}
 		p.P95 = append(p.P95, p95)
+	}
+
+	// Mark the runs whose status is not ok where they would be.
+	for _, rd := range d.Runs {
+		if rd.Kind != kindDB || !rd.statusBad() || !rd.HasX || math.IsNaN(rd.Value) || (rd.Link != nil && rd.Link.Warmup) {
+			continue
+		}
+		if g := byKey[rd.Metric+"\x00"+rd.XName]; g != nil {
+			g.Flagged = append(g.Flagged, flaggedRun{ID: rd.Run.ID, Config: rd.Config, Color: a.Colors[rd.Config],
+				X: rd.X, Value: rd.Value, Status: rd.Run.Status, Counted: rd.Counted})
+		}
 	}
 
 	for _, g := range groups {

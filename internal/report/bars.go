@@ -21,6 +21,15 @@ type hbar struct {
 	Color  int
 	Values []float64 // one per column
 	Lo, Hi []float64 // whisker ends per column; NaN for none
+	// Marks are single runs drawn on the row (first column's scale) with
+	// flagScatter: runs whose status is not ok.
+	Marks []hmark
+}
+
+// hmark is one run marked on a row.
+type hmark struct {
+	Value   float64
+	Counted bool
 }
 
 // hbarChart draws one row per configuration (first at the top). With one
@@ -130,6 +139,25 @@ func hbarChartScaled(title, vlabel string, columns []string, rows []hbar, points
 			items = append(items, legendItem{col, []plot.Thumbnailer{legendThumb}})
 		}
 	}
+	drawn := map[bool]bool{}
+	for i, r := range rows {
+		for _, m := range r.Marks {
+			if math.IsNaN(m.Value) || (logX && m.Value <= 0) {
+				continue
+			}
+			s, err := flagScatter(plotter.XYs{{X: m.Value, Y: float64(n - 1 - i)}}, r.Color, m.Counted)
+			if err != nil {
+				return "", err
+			}
+			p.Add(s)
+			drawn[m.Counted] = true
+		}
+	}
+	flags, err := flagLegends(drawn)
+	if err != nil {
+		return "", err
+	}
+	items = append(items, flags...)
 	if math.IsInf(p.X.Min, 1) { // every value was NaN
 		return "", nil
 	}

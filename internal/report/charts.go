@@ -305,15 +305,87 @@ func styledPoints(xys plotter.XYs, ci int) (*plotter.Scatter, error) {
 	return s, nil
 }
 
+// flagGlyph draws a cross (ring with ring set) with a stroke wide enough to
+// read at a glance; gonum/plot's own are hairlines.
+type flagGlyph struct{ ring bool }
+
+func (g flagGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(1.8)})
+	var p vg.Path
+	if g.ring {
+		p.Move(vg.Point{X: pt.X + sty.Radius, Y: pt.Y})
+		p.Arc(pt, sty.Radius, 0, 2*math.Pi)
+		p.Close()
+		c.Stroke(p)
+		return
+	}
+	r := sty.Radius * 0.75
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y + r})
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y + r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y - r})
+	c.Stroke(p)
+}
+
+// flagScatter marks runs whose status is not ok: a cross for a run left
+// out of the medians, a ring for one counted (errors that leave its figures
+// valid, or IncludeErrors).
+func flagScatter(xys plotter.XYs, ci int, counted bool) (*plotter.Scatter, error) {
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return nil, err
+	}
+	s.GlyphStyle.Color = colorOf(ci)
+	s.GlyphStyle.Radius = vg.Points(5)
+	s.GlyphStyle.Shape = flagGlyph{ring: counted}
+	return s, nil
+}
+
+// flagLegend is the legend entry of flagScatter's marks, in a neutral colour.
+func flagLegend(counted bool) (legendItem, error) {
+	s, err := flagScatter(plotter.XYs{{}}, 6, counted)
+	if err != nil {
+		return legendItem{}, err
+	}
+	if counted {
+		return legendItem{"run whose status is not ok, counted", []plot.Thumbnailer{s}}, nil
+	}
+	return legendItem{"run whose status is not ok, left out", []plot.Thumbnailer{s}}, nil
+}
+
+// flagLegends returns the legend entries for the kinds of flagged runs
+// drawn.
+func flagLegends(drawn map[bool]bool) ([]legendItem, error) {
+	var items []legendItem
+	for _, counted := range []bool{false, true} {
+		if !drawn[counted] {
+			continue
+		}
+		it, err := flagLegend(counted)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
 // throughputChart draws one line per configuration through the medians over
-// the repetitions, with a shaded band from the minimum to the maximum.
+// the repetitions, with a shaded band from the minimum to the maximum, and
+// marks the runs whose status is not ok.
 func throughputChart(g *group) (template.HTML, error) {
 	if xs := groupXs(g); len(xs) == 1 {
 		var rows []hbar
 		for _, c := range g.Configs {
 			for _, pt := range c.Points {
-				rows = append(rows, hbar{Label: c.Config, Color: c.Color, Values: []float64{pt.Median},
-					Lo: []float64{pt.Min}, Hi: []float64{pt.Max}})
+				row := hbar{Label: c.Config, Color: c.Color, Values: []float64{pt.Median},
+					Lo: []float64{pt.Min}, Hi: []float64{pt.Max}}
+				for _, f := range g.Flagged {
+					if f.Config == c.Config && f.X == pt.X {
+						row.Marks = append(row.Marks, hmark{f.Value, f.Counted})
+					}
+				}
+				rows = append(rows, row)
 			}
 		}
 		return hbarChart(fmt.Sprintf("%s at %s %s (bar: median, whisker: min-max over repetitions)", g.Label, g.XName, fmtX(xs[0])),
@@ -385,6 +457,24 @@ func throughputChart(g *group) (template.HTML, error) {
 		thumbs = append(thumbs, pts)
 		items = append(items, legendItem{c.Config, thumbs})
 	}
+	drawn := map[bool]bool{}
+	for _, f := range g.Flagged {
+		s, err := flagScatter(plotter.XYs{{X: f.X, Y: f.Value}}, f.Color, f.Counted)
+		if err != nil {
+			return "", err
+		}
+		p.Add(s)
+		drawn[f.Counted] = true
+		if !seen[f.X] {
+			seen[f.X] = true
+			xs = append(xs, f.X)
+		}
+	}
+	flags, err := flagLegends(drawn)
+	if err != nil {
+		return "", err
+	}
+	items = append(items, flags...)
 	sort.Float64s(xs)
 	p.X.Tick.Marker = xTicks(xs)
 	padX(p, xs)

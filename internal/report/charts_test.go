@@ -40,7 +40,7 @@ func TestChartsWithDegenerateData(t *testing.T) {
 		"errors":           {{1, 0}, {2, 0}},              // omitted when all zero
 	}
 	for _, def := range runChartDefs {
-		svg, err := seriesChart(def, sm)
+		svg, err := seriesChart(def, sm, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", def.Title, err)
 		}
@@ -62,7 +62,7 @@ func TestChartsWithDegenerateData(t *testing.T) {
 	if svg, err := throughputChart(g); err != nil || !strings.Contains(string(svg), "<svg") {
 		t.Errorf("single point: %v", err)
 	}
-	if svg, err := throughputSeriesChart("t", nil, "tps", "tps", nil); err != nil || svg != "" {
+	if svg, err := throughputSeriesChart("t", nil, "tps", "tps", nil, nil); err != nil || svg != "" {
 		t.Errorf("no throughput series: %q %v", svg, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/tunebench/tunebench/internal/store"
@@ -16,40 +17,54 @@ import (
 type Comparison struct {
 	A, B *runData
 	// RepsA and RepsB are the counted repetitions of each run's
-	// configuration and x value in its experiment (nil outside one).
+	// configuration and x value in its experiment (nil outside one);
+	// LeftA and LeftB the repetitions left out for their status.
 	RepsA, RepsB []*runData
+	LeftA, LeftB []*runData
 	// Reps compares the medians of RepsB and RepsA; zero when the runs do
 	// not both belong to experiments.
-	Reps      RatioCI
+	Reps          RatioCI
+	Resamples     int
+	Seed          uint64
+	IncludeErrors bool
+}
+
+// CompareOptions are the settings of a comparison.
+type CompareOptions struct {
+	// Resamples and Seed drive the bootstrap (defaults DefaultResamples,
+	// DefaultSeed).
 	Resamples int
 	Seed      uint64
+	// IncludeErrors counts the repetitions with status errors, like
+	// Options.IncludeErrors.
+	IncludeErrors bool
 }
 
 // CompareRuns loads runs a and b (and, when they belong to experiments, the
 // repetitions of their configurations) and compares them.
-func CompareRuns(ctx context.Context, st *store.Store, reg *workload.Registry, a, b int64, resamples int, seed uint64) (*Comparison, error) {
-	if resamples <= 0 {
-		resamples = DefaultResamples
+func CompareRuns(ctx context.Context, st *store.Store, reg *workload.Registry, a, b int64, o CompareOptions) (*Comparison, error) {
+	if o.Resamples <= 0 {
+		o.Resamples = DefaultResamples
 	}
-	if seed == 0 {
-		seed = DefaultSeed
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
 	}
-	d, err := loadRuns(ctx, st, []int64{a, b}, newViews(reg))
+	d, err := loadRuns(ctx, st, []int64{a, b}, newViews(reg), o.IncludeErrors)
 	if err != nil {
 		return nil, err
 	}
-	c := &Comparison{A: d.Runs[0], B: d.Runs[0], Resamples: resamples, Seed: seed}
+	c := &Comparison{A: d.Runs[0], B: d.Runs[0], Resamples: o.Resamples, Seed: o.Seed, IncludeErrors: o.IncludeErrors}
 	if len(d.Runs) > 1 {
 		c.B = d.Runs[1]
 	}
-	if c.RepsA, err = repetitionsOf(ctx, st, c.A); err != nil {
+	if c.RepsA, c.LeftA, err = repetitionsOf(ctx, st, c.A, o.IncludeErrors); err != nil {
 		return nil, err
 	}
-	if c.RepsB, err = repetitionsOf(ctx, st, c.B); err != nil {
+	if c.RepsB, c.LeftB, err = repetitionsOf(ctx, st, c.B, o.IncludeErrors); err != nil {
 		return nil, err
 	}
 	if len(c.RepsA) > 0 && len(c.RepsB) > 0 && c.A.Metric == c.B.Metric {
-		c.Reps = BootstrapRatio(values(c.RepsA), values(c.RepsB), resamples, 0.95, seed)
+		c.Reps = BootstrapRatio(values(c.RepsA), values(c.RepsB), o.Resamples, 0.95, o.Seed)
 	}
 	return c, nil
 }
@@ -81,7 +96,16 @@ func ratioText(a, b float64) string {
 // WriteText prints the comparison as terminal tables.
 func (c *Comparison) WriteText(w io.Writer) error {
 	a, b := c.A, c.B
-	fmt.Fprintf(w, "A: %s\nB: %s\n\n", headline(a), headline(b))
+	fmt.Fprintf(w, "A: %s\nB: %s\n", headline(a), headline(b))
+	for _, side := range []struct {
+		name string
+		rd   *runData
+	}{{"A", a}, {"B", b}} {
+		for _, l := range outageLines(side.rd, 8) {
+			fmt.Fprintf(w, "%s: %s\n", side.name, l)
+		}
+	}
+	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	// tabwriter aligns every column right; labels are padded to stay left.
@@ -206,7 +230,49 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "  median ratio B/A %s, %s: %s\n", fmtRatio(r.Ratio), ci, v)
 	}
+	if left := leftOut(c.LeftA, c.LeftB); left != "" {
+		fmt.Fprintf(w, "  %s\n", left)
+	}
+	if c.IncludeErrors {
+		for _, rs := range [][]*runData{c.RepsA, c.RepsB} {
+			var errIDs []int64
+			for _, rd := range rs {
+				if rd.inDoubt() {
+					errIDs = append(errIDs, rd.Run.ID)
+				}
+			}
+			if len(errIDs) > 0 {
+				fmt.Fprintf(w, "  counted with status errors (--include-errors): runs %s\n", idList(errIDs))
+			}
+		}
+	}
 	return nil
+}
+
+// leftOut names the repetitions left out of the comparison for their
+// status, "" when there are none.
+func leftOut(sides ...[]*runData) string {
+	var parts []string
+	seen := map[int64]bool{}
+	doubt := false
+	for _, rs := range sides {
+		for _, rd := range rs {
+			if seen[rd.Run.ID] {
+				continue
+			}
+			seen[rd.Run.ID] = true
+			parts = append(parts, fmt.Sprintf("run %d (%s)", rd.Run.ID, rd.statusText()))
+			doubt = doubt || rd.inDoubt()
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := "left out for their status: " + strings.Join(parts, ", ")
+	if doubt {
+		s += "; --include-errors counts the runs with status errors"
+	}
+	return s
 }
 
 // headline describes a run in one line for the comparison's header.
@@ -215,7 +281,7 @@ func headline(rd *runData) string {
 	if rd.Link != nil { // the configuration label does not name the workload
 		s += ", " + joinNonEmpty(" ", rd.Run.Workload, rd.Run.Variant)
 	}
-	s += ", status " + rd.Run.Status
+	s += ", status " + rd.statusText()
 	if !rd.Run.StartedAt.IsZero() {
 		s += ", started " + rd.Run.StartedAt.Local().Format("2006-01-02 15:04:05")
 	}

@@ -222,3 +222,75 @@ func buildFixture(t testing.TB, st *store.Store) {
 		t.Fatal(err)
 	}
 }
+
+// The runs addStatusErrorsRun adds: run 22, an extra repetition of the
+// 1GB configuration at 8 vusers that lost its connections from 6 to 20 s
+// after the measurement start and ended with status errors for that
+// outage; run 23, one with status errors for a few failed transactions.
+const (
+	errorsRunID  = 22 // after the 21 runs of buildFixture
+	errorsReason = "outage of 14.0 s is over 5% of the 120 s window"
+	benignReason = "3 transactions ended in errors, 0.01% (within the 1% that --max-errors-pct accepts)"
+)
+
+// addStatusErrorsRun stores that run in the fixture's experiment.
+func addStatusErrorsRun(t testing.TB, st *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	e, err := st.GetExperiment(ctx, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	r := fixtureRun(rng, fixtureConfigs[1], 8, fixtureNOPM(1, 8, 2)*0.3, time.Unix(1700009000, 0), true)
+	var sum map[string]any
+	if err := json.Unmarshal(r.Summary, &sum); err != nil {
+		t.Fatal(err)
+	}
+	sum["status"] = store.StatusErrors
+	sum["errors"] = 1234
+	sum["errors_pct"] = 2.5
+	sum["outages"] = []map[string]any{{"start_s": 6.0, "end_s": 20.0, "errors": 1234}}
+	sum["status_reasons"] = []map[string]string{{"code": "outage", "detail": errorsReason}}
+	if r.Summary, err = json.Marshal(sum); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range r.Series {
+		if p.T > 6 && p.T <= 20 {
+			switch p.Series {
+			case "nopm", "tps", "pg.commits_s":
+				r.Series[i].V = 0
+			case "errors":
+				r.Series[i].V = 88
+			}
+		}
+	}
+	r.Status = store.StatusErrors
+	r.Link = &store.PlanLink{ExperimentID: e.ID, PlanIndex: 21, Config: fixtureConfigs[1], XName: "vusers", XValue: 8, Repetition: 4}
+	id, err := st.SaveRun(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != errorsRunID {
+		t.Fatalf("the run with status errors is run %d, want %d", id, errorsRunID)
+	}
+
+	// Run 23: a fourth repetition of 128MB at 4 vusers with status errors
+	// for a few failed transactions, which leave its figures valid: it
+	// counts. Its throughput is the median's, so the median stays.
+	r = fixtureRun(rng, fixtureConfigs[0], 4, fixtureNOPM(0, 4, 2), time.Unix(1700009300, 0), false)
+	sum = nil
+	if err := json.Unmarshal(r.Summary, &sum); err != nil {
+		t.Fatal(err)
+	}
+	sum["status"], sum["errors"], sum["errors_pct"] = store.StatusErrors, 3, 0.01
+	sum["status_reasons"] = []map[string]string{{"code": "errors", "detail": benignReason}}
+	if r.Summary, err = json.Marshal(sum); err != nil {
+		t.Fatal(err)
+	}
+	r.Status = store.StatusErrors
+	r.Link = &store.PlanLink{ExperimentID: e.ID, PlanIndex: 22, Config: fixtureConfigs[0], XName: "vusers", XValue: 4, Repetition: 4}
+	if id, err = st.SaveRun(ctx, r); err != nil || id != errorsRunID+1 {
+		t.Fatalf("the run with a few errors: run %d, %v", id, err)
+	}
+}

@@ -49,6 +49,10 @@ type runData struct {
 	Counted bool   // counts in medians, bands and comparisons
 	Why     string // why it does not count (warm-up, interrupted, ...)
 
+	// Reasons say why the run's status is not ok, as its summary gives
+	// them (statusReasons); empty when it gives none.
+	Reasons []statusReason
+
 	Ops []opLatency // latency per transaction type
 }
 
@@ -62,8 +66,14 @@ type summaryFields struct {
 	Clients        int                `json:"clients"`
 	LatencyMs      map[string]float64 `json:"latency_ms"`
 	Errors         int64              `json:"errors"`
+	ErrorsPct      float64            `json:"errors_pct"`
 	Settings       map[string]string  `json:"settings_applied"`
 	PerTransaction []txnStats         `json:"per_transaction"`
+	DurationS      float64            `json:"duration_s"`
+	// Outages are the windows of connection errors with nothing
+	// completing, in seconds since the measurement start (the time base of
+	// the stored series).
+	Outages []results.Outage `json:"outages"`
 }
 
 type txnStats struct {
@@ -147,10 +157,13 @@ type dataset struct {
 	Links []store.PlanLink
 	Runs  []*runData // plan order for an experiment, else as given
 	v     *views
+	// includeErrors counts the runs with status errors in the medians
+	// (Options.IncludeErrors).
+	includeErrors bool
 }
 
 // loadExperiment reads an experiment with its linked runs.
-func loadExperiment(ctx context.Context, st *store.Store, name string, v *views) (*dataset, error) {
+func loadExperiment(ctx context.Context, st *store.Store, name string, v *views, includeErrors bool) (*dataset, error) {
 	e, err := st.GetExperiment(ctx, name)
 	if err != nil {
 		return nil, err
@@ -159,7 +172,7 @@ func loadExperiment(ctx context.Context, st *store.Store, name string, v *views)
 	if err != nil {
 		return nil, err
 	}
-	d := &dataset{Exp: e, Links: links, v: v}
+	d := &dataset{Exp: e, Links: links, v: v, includeErrors: includeErrors}
 	decodeLenient(e.Plan, &d.Plan)
 	for i := range links {
 		l := links[i]
@@ -183,8 +196,8 @@ func loadExperiment(ctx context.Context, st *store.Store, name string, v *views)
 
 // loadRuns reads the given runs. Runs that belong to an experiment get their
 // plan link (configuration, x value, repetition) from it.
-func loadRuns(ctx context.Context, st *store.Store, ids []int64, v *views) (*dataset, error) {
-	d := &dataset{v: v}
+func loadRuns(ctx context.Context, st *store.Store, ids []int64, v *views, includeErrors bool) (*dataset, error) {
+	d := &dataset{v: v, includeErrors: includeErrors}
 	links := map[string]map[int64]store.PlanLink{} // experiment -> run id -> link
 	metrics := map[string]string{}                 // experiment -> plan metric
 	seen := map[int64]bool{}
@@ -230,23 +243,23 @@ func loadRuns(ctx context.Context, st *store.Store, ids []int64, v *views) (*dat
 }
 
 // repetitionsOf returns the counted runs of the same experiment,
-// configuration and x value as rd (rd included), or nil for a run outside an
-// experiment.
-func repetitionsOf(ctx context.Context, st *store.Store, rd *runData) ([]*runData, error) {
+// configuration and x value as rd (rd included when it counts), or nil for
+// a run outside an experiment; left are the repetitions left out for their
+// status (warm-up runs are not repetitions).
+func repetitionsOf(ctx context.Context, st *store.Store, rd *runData, includeErrors bool) (counted, left []*runData, err error) {
 	if rd.Link == nil || rd.Run.Experiment == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	e, err := st.GetExperiment(ctx, rd.Run.Experiment)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var plan planInfo
 	decodeLenient(e.Plan, &plan)
 	ls, err := st.PlanLinks(ctx, e.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []*runData
 	for i := range ls {
 		l := ls[i]
 		if l.RunID == 0 || l.Warmup || l.Config != rd.Link.Config || l.XValue != rd.Link.XValue {
@@ -262,13 +275,16 @@ func repetitionsOf(ctx context.Context, st *store.Store, rd *runData) ([]*runDat
 			}
 			r = newRunData(sr, rd.v)
 			r.Link = &l
-			r.classify(plan.Metric)
+			r.classify(plan.Metric, includeErrors)
 		}
-		if r.Counted {
-			out = append(out, r)
+		switch {
+		case r.Counted:
+			counted = append(counted, r)
+		case r.Run.Status != store.StatusOK:
+			left = append(left, r)
 		}
 	}
-	return out, nil
+	return counted, left, nil
 }
 
 func newRunData(r *store.Run, v *views) *runData {
@@ -277,7 +293,56 @@ func newRunData(r *store.Run, v *views) *runData {
 	rd.R = results.Open(r, v.extras())
 	rd.Raw, rd.Env = rd.R.Raw, rd.R.Env
 	decodeLenient(r.Summary, &rd.Sum)
+	rd.Reasons = statusReasons(rd.Raw)
 	return rd
+}
+
+// statusReason is one reason for a run's status, as its summary gives it
+// (results.Reason: a code for programs, a detail for people).
+type statusReason struct {
+	Code, Detail string
+}
+
+// text is how the report shows a reason.
+func (r statusReason) text() string {
+	if r.Detail != "" {
+		return r.Detail
+	}
+	return r.Code
+}
+
+// statusReasons reads why a run's status is not ok from its summary's
+// status_reasons, leniently: each reason is an object with a code and a
+// detail (results.Reason), or a plain string; a summary stored before the
+// reasons were recorded has none.
+func statusReasons(raw map[string]any) []statusReason {
+	var out []statusReason
+	var add func(v any)
+	add = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if x = strings.TrimSpace(x); x != "" {
+				out = append(out, statusReason{Detail: x})
+			}
+		case []any:
+			for _, e := range x {
+				add(e)
+			}
+		case map[string]any:
+			r := statusReason{}
+			r.Code, _ = x["code"].(string)
+			for _, k := range []string{"detail", "message", "text"} {
+				if d, ok := x[k].(string); ok && r.Detail == "" {
+					r.Detail = strings.TrimSpace(d)
+				}
+			}
+			if r.Code != "" || r.Detail != "" {
+				out = append(out, r)
+			}
+		}
+	}
+	add(raw["status_reasons"])
+	return out
 }
 
 // compactSeries reduces every series of r longer than max points with
@@ -320,13 +385,14 @@ func compactSeries(r *store.Run, max int) {
 // finish derives configurations, x values, metrics and latencies.
 func (d *dataset) finish() {
 	for _, rd := range d.Runs {
-		rd.classify(d.Plan.Metric)
+		rd.classify(d.Plan.Metric, d.includeErrors)
 	}
 }
 
 // classify fills the derived fields of rd; planMetric is the experiment's
-// throughput field ("" outside experiments).
-func (rd *runData) classify(planMetric string) {
+// throughput field ("" outside experiments). includeErrors counts a run with
+// status errors (Options.IncludeErrors).
+func (rd *runData) classify(planMetric string, includeErrors bool) {
 	r := rd.Run
 	rd.Kind = kindOther
 	if rd.v.measured(r.Workload, rd.Raw) || rd.v.onDatabase(r.Workload) {
@@ -366,15 +432,23 @@ func (rd *runData) classify(planMetric string) {
 		}
 	}
 
-	// Does it count?
+	// Does it count? The rule (docs/report.md, "Which runs count"): runs
+	// with status ok; runs with status errors unless a reason puts their
+	// figures in doubt (an outage, checks that could not run:
+	// results.DoubtCodes), and those too with includeErrors; never
+	// interrupted or failed runs, or any other status.
 	rd.Counted, rd.Why = true, ""
 	switch {
 	case rd.Link != nil && rd.Link.Warmup:
 		rd.Counted, rd.Why = false, "warm-up run"
+	case rd.inDoubt() && !includeErrors:
+		rd.Counted, rd.Why = false, "status errors: "+rd.doubtText()+" (--include-errors counts it)"
 	case r.Status == store.StatusInterrupted:
 		rd.Counted, rd.Why = false, "interrupted"
 	case r.Status == store.StatusFailed:
-		rd.Counted, rd.Why = false, "failed"
+		rd.Counted, rd.Why = false, joinNonEmpty(": ", "failed", reasonsText(rd.Reasons))
+	case r.Status != store.StatusOK && r.Status != store.StatusErrors:
+		rd.Counted, rd.Why = false, joinNonEmpty(": ", "status "+r.Status, reasonsText(rd.Reasons))
 	case rd.Kind == kindDB && math.IsNaN(rd.Value):
 		rd.Counted, rd.Why = false, "no "+rd.Metric+" in its summary"
 	case rd.Kind == kindDB && !rd.HasX:

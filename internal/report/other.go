@@ -136,7 +136,7 @@ func renderSection(s *results.Section, rds []*runData) (otherView, error) {
 				for _, ref := range c.Series {
 					def.Series = append(def.Series, seriesDef{ref.Name, ref.Label})
 				}
-				svg, err := seriesChart(def, sm)
+				svg, err := seriesChart(def, sm, rd.Sum.Outages)
 				if err != nil {
 					return v, err
 				}

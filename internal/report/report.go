@@ -42,6 +42,10 @@ type Options struct {
 	Seed      uint64
 	// MaxSeriesRuns caps the runs whose time series are drawn (default 30).
 	MaxSeriesRuns int
+	// IncludeErrors counts the runs with status errors in the medians,
+	// bands and comparisons; by default only runs with status ok count.
+	// Interrupted and failed runs never count.
+	IncludeErrors bool
 	// Version is tunebench's version, shown in the footer.
 	Version string
 	// Now is the generation time shown (default time.Now).
@@ -68,8 +72,9 @@ type Report struct {
 	Groups []groupView
 	Other  []otherView // the sections of workloads the executor does not measure (storage, fsblog)
 
-	Runs     []runRow
-	Excluded []string
+	Runs       []runRow
+	Excluded   []string
+	StatusNote string // how the runs with status errors were treated
 
 	Series     []runCharts
 	SeriesNote string
@@ -108,6 +113,7 @@ type tputRow struct {
 	Median, Min, Max string
 	Spread           string // (max-min)/median in percent
 	Runs             string
+	Flagged          string // runs at this point whose status is not ok
 }
 
 type cmpView struct {
@@ -134,7 +140,9 @@ type latRowView struct {
 
 type runRow struct {
 	ID, Config, X, Rep, Status, Started string
+	StatusBad                           bool // the status is not ok
 	Metric, Value, P95, Errors          string
+	Outages                             []string
 	Counted                             bool
 	Why                                 string
 }
@@ -157,9 +165,9 @@ func Build(ctx context.Context, st *store.Store, o Options) (*Report, error) {
 	var err error
 	switch {
 	case o.Experiment != "":
-		d, err = loadExperiment(ctx, st, o.Experiment, newViews(o.Registry))
+		d, err = loadExperiment(ctx, st, o.Experiment, newViews(o.Registry), o.IncludeErrors)
 	case len(o.RunIDs) > 0:
-		d, err = loadRuns(ctx, st, o.RunIDs, newViews(o.Registry))
+		d, err = loadRuns(ctx, st, o.RunIDs, newViews(o.Registry), o.IncludeErrors)
 	default:
 		err = errs.Usage("name an experiment or give run ids", "nothing to report on")
 	}
@@ -216,6 +224,9 @@ func build(d *dataset, storePath string, o Options) (*Report, error) {
 	for _, rd := range a.Excluded {
 		r.Excluded = append(r.Excluded, rd.ref()+": "+rd.Why)
 	}
+	if r.StatusNote = statusNote(d); r.StatusNote != "" {
+		r.Notes = append(r.Notes, r.StatusNote)
+	}
 
 	other, n, err := otherSections(d)
 	if err != nil {
@@ -268,11 +279,23 @@ func groupViewOf(g *group) (groupView, error) {
 			if p.Median > 0 && len(p.Values) > 1 {
 				spread = fmt.Sprintf("%.1f%%", 100*(p.Max-p.Min)/p.Median)
 			}
-			gv.Rows = append(gv.Rows, tputRow{
+			row := tputRow{
 				Config: c.Config, Color: cssColor(c.Color), X: fmtX(p.X), N: len(p.Values),
 				Median: fmtNum(p.Median), Min: fmtNum(p.Min), Max: fmtNum(p.Max), Spread: spread,
 				Runs: idList(p.RunIDs),
-			})
+			}
+			var flagged []string
+			for _, f := range g.Flagged {
+				if f.Config == c.Config && f.X == p.X {
+					s := fmt.Sprintf("%d %s", f.ID, f.Status)
+					if !f.Counted {
+						s += ", left out"
+					}
+					flagged = append(flagged, s)
+				}
+			}
+			row.Flagged = strings.Join(flagged, "; ")
+			gv.Rows = append(gv.Rows, row)
 		}
 	}
 	if len(g.Compare) > 0 {
@@ -391,6 +414,23 @@ func seriesRuns(d *dataset, maxRuns int) ([]*runData, string) {
 		if multi {
 			note = "One run per configuration and x value: the repetition whose throughput is closest to the median. `tunebench report RUN_ID` draws any other run."
 		}
+		// And every run whose status is not ok: its series show what went
+		// wrong (an outage, errors, where it stopped).
+		picked := map[*runData]bool{}
+		for _, rd := range out {
+			picked[rd] = true
+		}
+		added := false
+		for _, rd := range d.Runs {
+			if picked[rd] || !rd.statusBad() || rd.Kind != kindDB || len(rd.Run.Series) == 0 || (rd.Link != nil && rd.Link.Warmup) {
+				continue
+			}
+			out = append(out, rd)
+			added = true
+		}
+		if added {
+			note = strings.TrimSpace(note + " The runs whose status is not ok follow.")
+		}
 	}
 	if len(out) > maxRuns {
 		note = strings.TrimSpace(note + fmt.Sprintf(" Only the first %d of %d runs are drawn; report on fewer runs to see the others.", maxRuns, len(out)))
@@ -401,8 +441,9 @@ func seriesRuns(d *dataset, maxRuns int) ([]*runData, string) {
 
 func runRowOf(rd *runData) runRow {
 	row := runRow{
-		ID: strconv.FormatInt(rd.Run.ID, 10), Config: rd.Config, Status: rd.Run.Status,
+		ID: strconv.FormatInt(rd.Run.ID, 10), Config: rd.Config, Status: rd.statusText(), StatusBad: rd.statusBad(),
 		Metric: rd.v.label(rd.Metric), Value: fmtNum(rd.Value), Counted: rd.Counted, Why: rd.Why,
+		Outages: outageLines(rd, 8),
 	}
 	if rd.Kind != kindDB {
 		row.Metric, row.Value, row.Config = "", "", rd.Run.Workload+" "+rd.Run.Variant
@@ -524,7 +565,7 @@ func experimentView(d *dataset) *expView {
 	}
 	runs := fmt.Sprintf("%d planned, %d stored: %d counted, %d warm-up", planned, stored, counted, warm)
 	if bad > 0 {
-		runs += fmt.Sprintf(", %d not counted (interrupted, failed or incomplete)", bad)
+		runs += fmt.Sprintf(", %d not counted (status not ok, or incomplete)", bad)
 	}
 	if missing > 0 {
 		runs += fmt.Sprintf(", %d without results", missing)

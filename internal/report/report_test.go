@@ -113,9 +113,10 @@ func TestReportFromExperiment(t *testing.T) {
 			t.Errorf("comparison at %s: %q (ratio %s CI %s), want %q", c.X, c.Verdict, c.Ratio, c.CI, want)
 		}
 	}
-	// Time series: one representative run per configuration and x.
-	if len(r.Series) != len(fixtureConfigs)*len(fixtureX) {
-		t.Errorf("%d runs with time series, want %d", len(r.Series), len(fixtureConfigs)*len(fixtureX))
+	// Time series: one representative run per configuration and x, then
+	// the interrupted run (its status is not ok).
+	if len(r.Series) != len(fixtureConfigs)*len(fixtureX)+1 || r.Series[len(r.Series)-1].Run.Run.Status != store.StatusInterrupted {
+		t.Errorf("%d runs with time series, want %d and the interrupted one", len(r.Series), len(fixtureConfigs)*len(fixtureX))
 	}
 
 	if dir := os.Getenv("TUNEBENCH_REPORT_OUT"); dir != "" {

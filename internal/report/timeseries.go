@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/tunebench/tunebench/internal/results"
 )
 
 // seriesDef is one stored series drawn in a chart, with its legend name.
@@ -85,6 +87,8 @@ type namedChart struct {
 type runCharts struct {
 	Run     *runData
 	Ref     string // the run in one line
+	Status  string // its status when not ok, with the reason
+	Outages []string
 	Charts  []namedChart
 	Missing []string // charts left out for lack of data
 }
@@ -117,8 +121,15 @@ func checkpointTimes(pts []XY) []float64 {
 
 // buildRunCharts renders the time-series charts of one run.
 func buildRunCharts(rd *runData) (runCharts, error) {
-	rc := runCharts{Run: rd, Ref: rd.ref()}
+	rc := runCharts{Run: rd, Ref: rd.ref(), Outages: outageLines(rd, 8)}
+	if rd.statusBad() {
+		rc.Status = "status " + rd.statusText()
+		if !rd.Counted {
+			rc.Status += "; not counted"
+		}
+	}
 	sm := seriesMap(rd)
+	outs := rd.Sum.Outages
 
 	// The run's own metric when it stored a series of it (tpcc: nopm),
 	// else the executor's tps.
@@ -127,7 +138,7 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 		name, label, unit = rd.Metric, rd.v.label(rd.Metric), rd.v.unit(rd.Metric)
 	}
 	title := "Throughput per second"
-	if svg, err := throughputSeriesChart(title, sm[name], label, unit, checkpointTimes(sm["pg.checkpoints"])); err != nil {
+	if svg, err := throughputSeriesChart(title, sm[name], label, unit, checkpointTimes(sm["pg.checkpoints"]), outs); err != nil {
 		return rc, err
 	} else if svg != "" {
 		rc.Charts = append(rc.Charts, namedChart{title, svg})
@@ -136,7 +147,7 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 	}
 
 	for _, def := range runChartDefs {
-		svg, err := seriesChart(def, sm)
+		svg, err := seriesChart(def, sm, outs)
 		if err != nil {
 			return rc, err
 		}
@@ -152,13 +163,17 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 }
 
 // throughputSeriesChart draws throughput per second with a dashed vertical
-// line at every checkpoint.
-func throughputSeriesChart(title string, pts []XY, label, unit string, checkpoints []float64) (template.HTML, error) {
+// line at every checkpoint and the outage windows shaded.
+func throughputSeriesChart(title string, pts []XY, label, unit string, checkpoints []float64, outs []results.Outage) (template.HTML, error) {
 	pts = Downsample(pts, maxPts)
 	if len(pts) == 0 {
 		return "", nil
 	}
 	p := newPlot(title, "seconds since measurement start", unit, 9)
+	band, strip := newOutageBands(outs)
+	if band != nil {
+		p.Add(band)
+	}
 	line, err := styledLine(toXYs(pts, 1), 0, 1.3)
 	if err != nil {
 		return "", err
@@ -185,6 +200,10 @@ func throughputSeriesChart(title string, pts []XY, label, unit string, checkpoin
 		}
 		items = append(items, legendItem{"checkpoint", []plot.Thumbnailer{first}})
 	}
+	if strip != nil {
+		p.Add(strip)
+		items = append(items, outageLegend(band))
+	}
 	return render(p, items, smallW, smallH, title)
 }
 
@@ -196,9 +215,10 @@ func toXYs(pts []XY, scale float64) plotter.XYs {
 	return out
 }
 
-// seriesChart draws one chart definition; "" when none of its series has
-// data (or, with OmitIfZero, when all its values are zero).
-func seriesChart(def runChartDef, sm map[string][]XY) (template.HTML, error) {
+// seriesChart draws one chart definition with the run's outage windows; ""
+// when none of its series has data (or, with OmitIfZero, when all its
+// values are zero).
+func seriesChart(def runChartDef, sm map[string][]XY, outs []results.Outage) (template.HTML, error) {
 	defs := def.Series
 	if def.Prefix != "" {
 		defs = prefixLayers(sm, def.Prefix, def.MaxLayers)
@@ -231,7 +251,18 @@ func seriesChart(def runChartDef, sm map[string][]XY) (template.HTML, error) {
 		return "", nil
 	}
 	p := newPlot(def.Title, "seconds since measurement start", def.YLabel, 9)
+	band, strip := newOutageBands(outs)
+	if band != nil {
+		p.Add(band)
+	}
 	var items []legendItem
+	done := func() (template.HTML, error) {
+		if strip != nil {
+			p.Add(strip)
+			items = append(items, outageLegend(band))
+		}
+		return render(p, items, smallW, smallH, def.Title)
+	}
 	if def.Stacked {
 		// Align the layers on the union of their times, then average down to
 		// maxPts and stack.
@@ -328,12 +359,12 @@ func seriesChart(def runChartDef, sm map[string][]XY) (template.HTML, error) {
 			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 			p.Y.Label.Text = def.YLabel + ", log scale"
 			fromZero(p)
-			return render(p, items, smallW, smallH, def.Title)
+			return done()
 		}
 	}
 	zeroBased(p)
 	fromZero(p)
-	return render(p, items, smallW, smallH, def.Title)
+	return done()
 }
 
 // prefixLayers picks the series starting with prefix, largest mean first;

@@ -27,21 +27,25 @@ type Measured struct {
 	DurationS    float64 `json:"duration_s"`
 	WarmupS      float64 `json:"warmup_s"`
 	// Transactions committed in the measurement phase; tps = transactions / duration_s.
-	Transactions int64             `json:"transactions"`
-	TPS          float64           `json:"tps"`
-	LatencyMs    Latency           `json:"latency_ms"`
-	LatencyNote  string            `json:"latency_note"`
-	Outcomes     map[string]int64  `json:"outcomes"`
-	Errors       int64             `json:"errors"`
-	ErrorsPct    float64           `json:"errors_pct"`
-	BySQLState   map[string]int64  `json:"errors_by_sqlstate"`
-	Retries      int64             `json:"retries"`
-	Unfinished   int64             `json:"unfinished"`
-	Outages      []Outage          `json:"outages,omitempty"`
-	OpenLoop     *OpenLoop         `json:"open_loop,omitempty"`
-	Driver       DriverStats       `json:"driver"`
-	Check        json.RawMessage   `json:"check,omitempty"`
-	Settings     map[string]string `json:"settings_applied,omitempty"`
+	Transactions int64            `json:"transactions"`
+	TPS          float64          `json:"tps"`
+	LatencyMs    Latency          `json:"latency_ms"`
+	LatencyNote  string           `json:"latency_note"`
+	Outcomes     map[string]int64 `json:"outcomes"`
+	Errors       int64            `json:"errors"`
+	ErrorsPct    float64          `json:"errors_pct"`
+	BySQLState   map[string]int64 `json:"errors_by_sqlstate"`
+	// Retries counts the failed attempts that were tried again, and
+	// AttemptFailures splits them by SQLSTATE: failures that do not show
+	// in the outcomes (the transaction's final one) or in BySQLState.
+	Retries         int64             `json:"retries"`
+	AttemptFailures map[string]int64  `json:"attempt_failures"`
+	Unfinished      int64             `json:"unfinished"`
+	Outages         []Outage          `json:"outages,omitempty"`
+	OpenLoop        *OpenLoop         `json:"open_loop,omitempty"`
+	Driver          DriverStats       `json:"driver"`
+	Check           json.RawMessage   `json:"check,omitempty"`
+	Settings        map[string]string `json:"settings_applied,omitempty"`
 }
 
 // Latency is a latency distribution in milliseconds.
@@ -106,7 +110,13 @@ func FromRun(res *run.Result) *Summary {
 		Outcomes:   map[string]int64{},
 		Errors:     res.Errors,
 		BySQLState: map[string]int64{},
+		Retries:    res.Retries,
 		Unfinished: res.Unfinished,
+
+		AttemptFailures: map[string]int64{},
+	}
+	for k, n := range res.Retried {
+		m.AttemptFailures[k] = n
 	}
 	var total int64
 	for c := step.OutcomeClass(0); c < step.NumClasses; c++ {

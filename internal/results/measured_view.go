@@ -31,8 +31,9 @@ func RunTable(rows []*Summary) *Table {
 // F3 formats milliseconds with three decimals.
 func F3(v float64) string { return fmt.Sprintf("%.3f", v) }
 
-// OutcomeLines are the non-zero outcome classes and SQLSTATEs, outages,
-// the open loop's figures and the driver's cost.
+// OutcomeLines are the non-zero outcome classes and SQLSTATEs, the
+// retried attempts by SQLSTATE, outages, the open loop's figures and the
+// driver's cost.
 func OutcomeLines(s *Summary) []Block {
 	m := s.Measured
 	if m == nil {
@@ -53,6 +54,13 @@ func OutcomeLines(s *Summary) []Block {
 			parts = append(parts, fmt.Sprintf("%s %d", k, m.BySQLState[k]))
 		}
 		add("errors by SQLSTATE: %s", strings.Join(parts, ", "))
+	}
+	if m.Retries > 0 {
+		parts = parts[:0]
+		for _, k := range sortedKeys(m.AttemptFailures) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m.AttemptFailures[k]))
+		}
+		add("retries: %d failed attempts tried again, by SQLSTATE: %s", m.Retries, strings.Join(parts, ", "))
 	}
 	for _, o := range m.Outages {
 		add("outage: %.1f s .. %.1f s (%d connection errors)", o.StartS, o.EndS, o.Errors)

@@ -1,8 +1,11 @@
 package results
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/metrics"
@@ -21,10 +24,16 @@ type Record struct {
 	Series     []store.Point
 	Histograms []store.Histogram
 	Link       *store.PlanLink // the experiment plan entry, saved in the same transaction
+	// RescueDirs are where the record goes, in this order, when the store
+	// fails to save it and its own directory cannot take a rescue file.
+	RescueDirs []string
 }
 
 // Save stores the record in one transaction and sets the summary's run id
-// (the stored summary names its own run).
+// (the stored summary names its own run). When the store fails to save it,
+// the record is written to a rescue file (store.Rescue) with its summary
+// naming no run (run_id 0); the error then says where the file is and how
+// to import it (store.RescuedTo finds the path).
 func Save(ctx context.Context, st *store.Store, rec *Record) (int64, error) {
 	sum := rec.Summary
 	if sum.SchemaVersion == 0 {
@@ -50,8 +59,15 @@ func Save(ctx context.Context, st *store.Store, rec *Record) (int64, error) {
 	})
 	if err != nil {
 		sum.RunID = 0
+		r.Summary, r.ID = nil, 0
+		if raw, merr := json.Marshal(sum); merr == nil {
+			r.Summary = raw
+		}
+		// A run the store refuses whatever its state (a secret, a bad
+		// field) is not rescued: Rescue returns the error as it is.
+		return 0, st.Rescue(r, err, rec.RescueDirs...)
 	}
-	return id, err
+	return id, nil
 }
 
 // Run is a stored run with its summary and environment decoded.
@@ -154,4 +170,61 @@ func EncodeHist(op, class, kind string, h *metrics.Hist) (*store.Histogram, erro
 		return nil, err
 	}
 	return &store.Histogram{Op: op, Class: class, Kind: kind, Encoded: b}, nil
+}
+
+// Import saves the run of a rescue file in st, through the same code as
+// Save, in one transaction, with its summary naming the new run id; notes
+// say what was left out (a plan entry the store cannot link). A run that is
+// already in st is refused (store.ImportRun).
+func Import(ctx context.Context, st *store.Store, rescued *store.Rescued) (int64, []string, error) {
+	r := rescued.Run
+	raw := r.Summary
+	return st.ImportRun(ctx, r, func(id int64) (json.RawMessage, error) {
+		if len(raw) == 0 {
+			return nil, nil
+		}
+		return withRunID(raw, id)
+	})
+}
+
+// withRunID sets the "run_id" of a summary's JSON object to id and keeps
+// every other byte as it is (fields this build does not know included).
+func withRunID(raw json.RawMessage, id int64) (json.RawMessage, error) {
+	bad := func(err error) (json.RawMessage, error) {
+		return nil, fmt.Errorf("the run's summary is not a JSON object: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return bad(err)
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		from := int(dec.InputOffset()) // before the colon
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return bad(err)
+		}
+		if key != "run_id" {
+			continue
+		}
+		to := int(dec.InputOffset())
+		at := from + bytes.Index(raw[from:to], v) // the value itself
+		out := append([]byte{}, raw[:at]...)
+		out = strconv.AppendInt(out, id, 10)
+		return append(out, raw[at+len(v):]...), nil
+	}
+	// No run_id (not written by this binary): add it.
+	i := bytes.IndexByte(raw, '{')
+	sep := ","
+	if len(bytes.TrimSpace(raw[i+1:])) == 1 { // {}
+		sep = ""
+	}
+	out := append([]byte{}, raw[:i+1]...)
+	out = append(out, `"run_id":`...)
+	out = strconv.AppendInt(out, id, 10)
+	out = append(out, sep...)
+	return append(out, raw[i+1:]...), nil
 }

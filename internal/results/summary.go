@@ -25,10 +25,12 @@ const SchemaVersion = 2
 type Summary struct {
 	// SchemaVersion is the version of this schema the run was written with
 	// (0 in a summary of version 1, which did not say).
-	SchemaVersion int       `json:"schema_version,omitempty"`
-	RunID         int64     `json:"run_id"`
-	Workload      string    `json:"workload"`
-	Status        string    `json:"status"`
+	SchemaVersion int    `json:"schema_version,omitempty"`
+	RunID         int64  `json:"run_id"`
+	Workload      string `json:"workload"`
+	Status        string `json:"status"`
+	// StatusReasons say why the status is not ok (none when it is).
+	StatusReasons []Reason  `json:"status_reasons,omitempty"`
 	StartedAt     time.Time `json:"started_at"`
 	EndedAt       time.Time `json:"ended_at"`
 	Interrupted   bool      `json:"interrupted"`
@@ -39,6 +41,50 @@ type Summary struct {
 	// package), flattened into the JSON object. Its keys must not repeat
 	// the keys above.
 	Extra Extra `json:"-"`
+}
+
+// Reason is one reason for a run's status: Code for programs, Detail for
+// people (docs/json-summary.md lists the codes).
+type Reason struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// The reason codes. Those of DoubtCodes leave the run's figures in doubt:
+// the report marks such runs and keeps them out of its medians.
+const (
+	// ReasonCheckFailed: a check or cross-check failed (status failed, exit 5).
+	ReasonCheckFailed = "check_failed"
+	// ReasonInterrupted: the run was interrupted (status interrupted, exit 130).
+	ReasonInterrupted = "interrupted"
+	// ReasonOutage: outages covered more of the measured window than the
+	// run's max_outage_pct (status errors, exit 4).
+	ReasonOutage = "outage"
+	// ReasonNotChecked: a check or cross-check after the run could not run
+	// (status errors, exit 4).
+	ReasonNotChecked = "not_checked"
+	// ReasonErrorsOver: errors over the run's max_errors_pct (status
+	// errors, exit 4).
+	ReasonErrorsOver = "errors_over_threshold"
+	// ReasonErrors: some transactions ended in errors, within
+	// max_errors_pct (status errors, exit 0).
+	ReasonErrors = "errors"
+)
+
+// DoubtCodes are the reason codes that put a run's figures in doubt.
+var DoubtCodes = []string{ReasonOutage, ReasonNotChecked}
+
+// Doubts are the reasons of s that put its figures in doubt (DoubtCodes).
+func (s *Summary) Doubts() []Reason {
+	var out []Reason
+	for _, r := range s.StatusReasons {
+		for _, c := range DoubtCodes {
+			if r.Code == c {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // Extra is a workload's part of the summary: a pointer to a struct whose

@@ -96,3 +96,13 @@ func Human(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 }
+
+// StatusLines say why a run's status is not ok, one line per reason
+// ("status errors: outages covered ..."); none for an ok run.
+func StatusLines(s *Summary) []Block {
+	var out []Block
+	for _, r := range s.StatusReasons {
+		out = append(out, Line(fmt.Sprintf("status %s: %s", s.Status, r.Detail)))
+	}
+	return out
+}

@@ -101,6 +101,9 @@ func (r *runner) endStep(ws *workerState, st int32, start, end time.Time, o *ste
 		if o.Class.IsError() {
 			ws.countSQLState(o.SQLState)
 		}
+		if o.Attempts > 1 {
+			ws.countRetried(o)
+		}
 	}
 	ws.rec.Record(ph, o.Op, o.Class, lat)
 	r.afterOutcome(ws, o, end.Sub(r.base))

@@ -58,8 +58,10 @@ type workerState struct {
 	stepErrors   int64 // Steps that returned an error (any phase)
 	thinkOverrun time.Duration
 	sqlStates    map[string]int64
-	lastEnd      time.Duration // end of the last measured step, since run start
-	lastStart    time.Duration // actual start of the last measured step, since run start
+	retries      int64            // failed attempts tried again (measured steps)
+	retried      map[string]int64 // the same by SQLSTATE
+	lastEnd      time.Duration    // end of the last measured step, since run start
+	lastStart    time.Duration    // actual start of the last measured step, since run start
 
 	_ [64]byte // keep workers' hot fields off each other's cache lines
 }
@@ -85,6 +87,29 @@ func (ws *workerState) countSQLState(s string) {
 		s = NoSQLState
 	}
 	ws.sqlStates[s]++
+}
+
+// countRetried counts the failed attempts of a measured step that were
+// tried again, by SQLSTATE (NoSQLState for one the worker did not name).
+func (ws *workerState) countRetried(o *step.Outcome) {
+	n := o.Attempts - 1
+	if n <= 0 {
+		return
+	}
+	ws.retries += int64(n)
+	if ws.retried == nil {
+		ws.retried = map[string]int64{}
+	}
+	for i := range n {
+		s := ""
+		if i < len(o.Retried) {
+			s = o.Retried[i]
+		}
+		if s == "" {
+			s = NoSQLState
+		}
+		ws.retried[s]++
+	}
 }
 
 type runner struct {
@@ -645,6 +670,7 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		TargetRate:       r.cfg.Rate,
 		Totals:           map[step.OutcomeClass]int64{},
 		SQLStates:        map[string]int64{},
+		Retried:          map[string]int64{},
 		Committed:        cum.Committed(),
 		CommittedAll:     c.committedAll,
 		AmbiguousAll:     c.ambiguousAll,
@@ -683,6 +709,10 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		res.ThinkOverrun += ws.thinkOverrun
 		for k, v := range ws.sqlStates {
 			res.SQLStates[k] += v
+		}
+		res.Retries += ws.retries
+		for k, v := range ws.retried {
+			res.Retried[k] += v
 		}
 		if r.open && ws.lastStart-r.msOff > measured {
 			measured = ws.lastStart - r.msOff

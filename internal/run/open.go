@@ -165,6 +165,9 @@ func (r *runner) openLoop(ws *workerState) {
 			if o.Class.IsError() {
 				ws.countSQLState(o.SQLState)
 			}
+			if o.Attempts > 1 {
+				ws.countRetried(&o)
+			}
 		}
 		ws.rec.RecordOpen(ph, o.Op, o.Class, latency, end-now, lag)
 		r.afterOutcome(ws, &o, end)

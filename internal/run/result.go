@@ -49,6 +49,12 @@ type Result struct {
 	// without one.
 	SQLStates         map[string]int64
 	Committed, Errors int64
+	// Retries counts the failed attempts that were tried again (a step's
+	// Attempts-1), and Retried splits them by SQLSTATE (NoSQLState for
+	// none): failures the final outcomes do not show, since a retried
+	// transaction ends in one class with the last attempt's SQLSTATE.
+	Retries int64
+	Retried map[string]int64
 	// CommittedAll counts committed transactions over the whole run
 	// (warm-up, measurement and drain), for checks of what the database
 	// must contain afterwards. AmbiguousAll counts, over the whole run, the

@@ -75,6 +75,11 @@ type Outcome struct {
 	SQLState string        // SQLSTATE of the last error, "" when none or not from the server
 	Err      error         // last error, for the first-N error log; nil on success
 	Think    time.Duration // time to wait after this step before the next (closed loop)
+	// Retried is the SQLSTATE of each failed attempt that was tried again
+	// (Attempts-1 of them; "" for an error without one). The worker may
+	// reuse the slice's array in its next Step: the executor counts it
+	// before asking for another.
+	Retried []string
 }
 
 // Worker does one unit of work per Step on its own connection. A worker

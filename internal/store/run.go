@@ -110,17 +110,19 @@ const runColumns = `id, experiment, workload, variant, status, started_at, ended
 // nothing) and sets r.ID. Within a series, points keep the order they have in
 // r.Series; GetRun returns series sorted by name.
 func (s *Store) SaveRun(ctx context.Context, r *Run) (int64, error) {
-	return s.saveRun(ctx, r, nil)
+	return s.saveRun(ctx, r, nil, nil)
 }
 
 // SaveRunWithSummary saves r like SaveRun, and sets its summary to what
 // summary(id) returns for the new run id, in the same transaction (summaries
 // name their own run id).
 func (s *Store) SaveRunWithSummary(ctx context.Context, r *Run, summary func(id int64) (json.RawMessage, error)) (int64, error) {
-	return s.saveRun(ctx, r, summary)
+	return s.saveRun(ctx, r, summary, nil)
 }
 
-func (s *Store) saveRun(ctx context.Context, r *Run, summary func(id int64) (json.RawMessage, error)) (int64, error) {
+// saveRun is the one way a run is written. prep, when set, runs first inside
+// the transaction; its error is returned as it is (an import's refusal).
+func (s *Store) saveRun(ctx context.Context, r *Run, summary func(id int64) (json.RawMessage, error), prep func(context.Context, *sql.Tx) error) (int64, error) {
 	if r == nil {
 		return 0, errs.New(errs.KindInternal, "", "save run: nil run")
 	}
@@ -150,6 +152,11 @@ func (s *Store) saveRun(ctx context.Context, r *Run, summary func(id int64) (jso
 		return fail(err)
 	}
 	defer tx.Rollback()
+	if prep != nil {
+		if err := prep(ctx, tx); err != nil {
+			return 0, err
+		}
+	}
 
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs
 (experiment, workload, variant, status, started_at, ended_at, params, env, summary, check_report, summary_schema)

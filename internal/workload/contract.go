@@ -146,7 +146,8 @@ type Transactions interface {
 	NewWorker(ctx context.Context, id int) (Worker, error)
 	// After derives the workload's results from the executor's (the
 	// summary has the executor's figures) and runs the checks; ctx is not
-	// cancelled by an interrupt.
+	// cancelled by an interrupt. An error means the checks could not be
+	// done: the run's status is errors (Verdict.NotRun says it per check).
 	After(ctx context.Context, res *run.Result, sum *results.Summary) (*Verdict, error)
 	// Close releases what the run holds.
 	Close()
@@ -170,6 +171,12 @@ type Verdict struct {
 	// Failures are the checks that failed: the run's status is failed and
 	// the exit code 5.
 	Failures []Failure
+	// NotRun are the checks and cross-checks that should have run but
+	// could not (the database unreachable after the run), each saying
+	// which and why: the run's status is errors and the exit code 4 (unless
+	// a check failed or the run was interrupted). A check the user turned
+	// off, or skipped because of an interrupt, is not one of them.
+	NotRun []string
 	// Series are added to the executor's series.
 	Series []store.Point
 	// Warnings are printed on stderr.

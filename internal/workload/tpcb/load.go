@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/workload/loadspace"
 )
 
 // Connector opens a connection to the target database.
@@ -26,6 +27,8 @@ type LoadOptions struct {
 	Method     string // "range" (default) or "hash"
 	Workers    int    // parallel COPY streams for pgbench_accounts
 	Drop       bool   // drop existing pgbench tables first
+	// Space checks the free space before the data goes in (nil: no check).
+	Space *loadspace.Load
 }
 
 // Validate checks the options; errors are usage errors.
@@ -113,8 +116,12 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 		if _, err := admin.Exec(ctx, "drop table if exists "+strings.Join(append(append([]string{}, tableNames...), MetaTable), ", ")+" cascade"); err != nil {
 			return st, fmt.Errorf("dropping old tables: %w", err)
 		}
+		o.Space.AfterDrop(ctx, admin) // a CHECKPOINT frees their files and WAL
 	}
 	st.Drop = time.Since(t0)
+	if err := o.Space.Check(ctx, admin, dataBytes(o.Scale, o.Fillfactor)); err != nil {
+		return st, err
+	}
 
 	// Create.
 	t0 = time.Now()

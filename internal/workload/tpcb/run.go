@@ -35,8 +35,10 @@ scheduled start, and schedule lag and service time are reported separately;
 and counts completed ones over L as late (pgbench -R/-L semantics).
 
 After the run, the balance check runs (unless --no-check). The exit code is 4 when
-errors exceed --max-errors-pct of all transactions, 5 when the check fails, 130 when
-interrupted (the partial result is saved, marked interrupted).`,
+errors exceed --max-errors-pct of all transactions, outages (the server unreachable)
+cover more than --max-outage-pct of the measured window or the check could not run,
+5 when the check fails, 130 when interrupted (the partial result is saved, marked
+interrupted).`,
 	}
 }
 
@@ -63,6 +65,7 @@ type params struct {
 	Seed         int64         `json:"seed"`
 	NoCheck      bool          `json:"no_check"`
 	MaxErrorsPct float64       `json:"max_errors_pct"`
+	MaxOutagePct float64       `json:"max_outage_pct"`
 }
 
 // tpcbRun is one prepared run.
@@ -90,7 +93,7 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 	r.p = params{Script: o.String("script"), Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"),
 		Duration: x.Duration, Transactions: x.Count, Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit,
 		MaxTries: int(o.Int("max_tries")), Distribution: o.String("distribution"), Pipeline: o.Bool("pipeline"),
-		Seed: env.Seed, NoCheck: x.NoCheck, MaxErrorsPct: x.MaxErrorsPct}
+		Seed: env.Seed, NoCheck: x.NoCheck, MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
 	dist, err := gen.ParseDist(r.p.Distribution)
 	if err != nil {
 		return nil, errs.Usage("see `tunebench run tpcb --help`", "%v", err)
@@ -170,6 +173,14 @@ func (r *tpcbRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		sum.Protocol = "prepared+pipeline"
 	}
 	v := &workload.Verdict{}
+	// Only tunebench-loaded databases have the meta table (not pgbench -i
+	// ones); without anything to record or check, the database need not
+	// be reachable after the run.
+	record := r.writes() && r.info.LoadedBy == "tunebench"
+	check := !r.p.NoCheck && !res.Interrupted
+	if !record && !check {
+		return v, nil
+	}
 	// The admin connection may have died during the run (a server restart)
 	// without pgx having noticed yet: reconnect if it does not answer.
 	var err error
@@ -179,11 +190,10 @@ func (r *tpcbRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		}
 		r.admin, err = r.t.Connect(ctx)
 	}
-	// Only tunebench-loaded databases have the meta table (not pgbench -i ones).
-	if err == nil && r.writes() && r.info.LoadedBy == "tunebench" {
+	if err == nil && record {
 		err = RecordRun(ctx, r.admin, &RunRecord{HistoryBefore: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll})
 	}
-	if err == nil && !r.p.NoCheck && !res.Interrupted {
+	if err == nil && check {
 		var rep CheckReport
 		if rep, err = Check(ctx, r.admin); err == nil {
 			v.Check = rep

@@ -105,8 +105,9 @@ type Worker struct {
 	end   bool // its last statement commits (END)
 
 	// the step in progress
-	out workload.Outcome
-	cur int // statement in flight (not used in a pipeline)
+	out     workload.Outcome
+	cur     int      // statement in flight (not used in a pipeline)
+	retried []string // SQLSTATEs of its retried attempts (Outcome.Retried)
 }
 
 // NewWorker makes a worker and connects its session, so set-up failures
@@ -209,6 +210,11 @@ func (w *Worker) failed(ctx context.Context, err error) (workload.Outcome, bool,
 		}
 	}
 	if w.sess.Retryable(code) && w.out.Attempts < w.o.MaxTries && ctx.Err() == nil {
+		if w.out.Attempts == 1 {
+			w.retried = w.retried[:0]
+		}
+		w.retried = append(w.retried, code)
+		w.out.Retried = w.retried
 		w.out.Attempts++
 		return w.start(ctx)
 	}

@@ -2,6 +2,8 @@ package tpcc
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +62,36 @@ func TestCountersIgnoreOtherDatabases(t *testing.T) {
 	}
 	if d := after.xacts - before.xacts; d < 0 || d > 10 {
 		t.Errorf("transactions of %s across another database's drop: %d -> %d (%+d); want a small growth (this connection's own)", db, before.xacts, after.xacts, d)
+	}
+}
+
+// TPM and HammerDB's NOPM come from the window's edges: a read that failed
+// makes both unknown (nil), never 0; a server restart between the edges
+// leaves NOPM (district growth is data) but makes TPM unknown, as does a
+// reset of the statistics.
+func TestWindowFigures(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	up := t0.Add(-time.Hour)
+	s := dbCounters{at: t0, nextOID: 1000, xacts: 5000, started: up, completed: true}
+	e := dbCounters{at: t0.Add(30 * time.Second), nextOID: 1600, xacts: 8000, started: up, completed: true}
+
+	tpm, nopm, unknown := windowFigures(s, e)
+	if tpm == nil || *tpm != 6000 || nopm == nil || *nopm != 1200 || unknown != nil {
+		t.Errorf("clean window: tpm %v nopm %v unknown %v", tpm, nopm, unknown)
+	}
+	lost := e
+	lost.completed, lost.err = false, errors.New("conn closed")
+	if tpm, nopm, unknown = windowFigures(s, lost); tpm != nil || nopm != nil || !strings.Contains(unknown["tpm"], "window's end: conn closed") || unknown["nopm_database"] == "" {
+		t.Errorf("end not read: tpm %v nopm %v unknown %v", tpm, nopm, unknown)
+	}
+	restarted := e
+	restarted.started, restarted.xacts = t0.Add(10*time.Second), 2500
+	if tpm, nopm, unknown = windowFigures(s, restarted); tpm != nil || nopm == nil || *nopm != 1200 || !strings.Contains(unknown["tpm"], "restarted") {
+		t.Errorf("restart in the window: tpm %v nopm %v unknown %v", tpm, nopm, unknown)
+	}
+	reset := e
+	reset.reset = t0.Add(time.Second)
+	if tpm, _, unknown = windowFigures(s, reset); tpm != nil || !strings.Contains(unknown["tpm"], "reset") {
+		t.Errorf("statistics reset in the window: tpm %v unknown %v", tpm, unknown)
 	}
 }

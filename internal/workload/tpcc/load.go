@@ -16,6 +16,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/workload/loadspace"
 )
 
 // Connector opens a connection to the target database.
@@ -36,6 +37,8 @@ type LoadOptions struct {
 	// the server parsing numerics and timestamps: about 10% faster at 4
 	// warehouses on 2 cores (see Load).
 	Format string
+	// Space checks the free space before the data goes in (nil: no check).
+	Space *loadspace.Load
 
 	// afterTask, when set (tests), is called after each finished chunk
 	// ("data"), key build ("key") or ANALYZE ("analyze").
@@ -174,6 +177,10 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 			st.Total = time.Since(start)
 			report(LoadProgress{Phase: PhaseDone})
 			return st, nil
+		}
+		in := loadspace.RelationBytes(ctx, admin, Tables)
+		if err := o.Space.Check(ctx, admin, dataBytes(info.Warehouses)-in); err != nil {
+			return st, err
 		}
 	} else {
 		info, pending, err = prepareFresh(ctx, admin, o)
@@ -356,8 +363,9 @@ func ourRelations() []string {
 	return append(append([]string{}, Tables...), MetaTable, ProgressTable)
 }
 
-// prepareFresh drops (with Drop) or refuses existing tables, then creates
-// the schema, the meta row and the chunk list in one transaction.
+// prepareFresh drops (with Drop, then a checkpoint frees their space) or
+// refuses existing tables, checks the space, then creates the schema, the
+// meta row and the chunk list in one transaction.
 func prepareFresh(ctx context.Context, admin *pgx.Conn, o LoadOptions) (Info, []chunk, error) {
 	have, err := existingRelations(ctx, admin, ourRelations())
 	if err != nil {
@@ -395,12 +403,16 @@ func prepareFresh(ctx context.Context, admin *pgx.Conn, o LoadOptions) (Info, []
 		Load: NewConstants(constantsRand(seed)),
 	}
 	chunks := planChunks(o.Warehouses, parts, o.Workers, seed)
-	err = pgx.BeginFunc(ctx, admin, func(tx pgx.Tx) error {
-		if len(have) > 0 {
-			if _, err := tx.Exec(ctx, "drop table if exists "+strings.Join(ourRelations(), ", ")+" cascade"); err != nil {
-				return fmt.Errorf("dropping the old tables: %w", err)
-			}
+	if len(have) > 0 {
+		if _, err := admin.Exec(ctx, "drop table if exists "+strings.Join(ourRelations(), ", ")+" cascade"); err != nil {
+			return Info{}, nil, fmt.Errorf("dropping the old tables: %w", err)
 		}
+		o.Space.AfterDrop(ctx, admin) // a CHECKPOINT frees their files and WAL
+	}
+	if err := o.Space.Check(ctx, admin, dataBytes(o.Warehouses)); err != nil {
+		return Info{}, nil, err
+	}
+	err = pgx.BeginFunc(ctx, admin, func(tx pgx.Tx) error {
 		stmts := append(createStatements(o.Warehouses, parts), metaDDL, progressDDL)
 		for _, s := range stmts {
 			if _, err := tx.Exec(ctx, s); err != nil {

@@ -3,7 +3,6 @@ package tpcc
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,8 +42,9 @@ total time. After the run, consistency conditions 1-5 and 7-9 run in one
 snapshot (--expensive-checks adds 6, 10 and 12) and the distribution audits
 are compared with the spec's ranges.
 
-Exit codes: 4 errors over --max-errors-pct, 5 a check or the NOPM cross-check
-failed, 130 interrupted (partial result saved).`,
+Exit codes: 4 errors over --max-errors-pct, outages over --max-outage-pct of the
+measured window, or the NOPM cross-check or the checks could not run; 5 a check or
+the NOPM cross-check failed; 130 interrupted (partial result saved).`,
 	}
 }
 
@@ -69,6 +69,7 @@ type params struct {
 	NoCheck         bool          `json:"no_check"`
 	ExpensiveChecks bool          `json:"expensive_checks"`
 	MaxErrorsPct    float64       `json:"max_errors_pct"`
+	MaxOutagePct    float64       `json:"max_outage_pct"`
 	Constants       *Constants    `json:"run_constants,omitempty"`
 }
 
@@ -99,7 +100,7 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 	r.p = params{VUsers: x.Workers, Duration: x.Duration, Iterations: x.Count, Rampup: x.Warmup, Mode: o.String("mode"),
 		AllWarehouses: o.Bool("all_warehouses"), KeyingThink: o.Bool("keying_think"), Isolation: o.String("isolation"),
 		Rate: x.Rate, MaxTries: int(o.Int("max_tries")), Seed: env.Seed, NoCheck: x.NoCheck,
-		ExpensiveChecks: o.Bool("expensive_checks"), MaxErrorsPct: x.MaxErrorsPct}
+		ExpensiveChecks: o.Bool("expensive_checks"), MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
 	conn, err := t.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -166,7 +167,7 @@ func (r *tpccRun) Before(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.wr = &windowReader{conn: mon}
+	r.wr = &windowReader{conn: mon, dial: r.t.ConnectStd}
 	return nil
 }
 
@@ -179,7 +180,7 @@ func (r *tpccRun) Close() {
 		r.admin.Close(context.Background())
 	}
 	if r.wr != nil {
-		r.wr.conn.Close(context.Background())
+		r.wr.close()
 	}
 }
 
@@ -200,24 +201,14 @@ func (r *tpccRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 	if minutes := res.MeasuredSeconds / 60; minutes > 0 {
 		x.NOPM = float64(noCommitted) / minutes
 	}
-	if s, e := r.wr.start, r.wr.end; s.completed && e.completed && e.at.After(s.at) {
-		m := e.at.Sub(s.at).Minutes()
-		x.TPM = float64(e.xacts-s.xacts) / m
-		x.NOPMDatabase = float64(e.nextOID-s.nextOID) / m
-	}
+	x.TPM, x.NOPMDatabase, x.Unknown = windowFigures(r.wr.start, r.wr.end)
 	x.PerTransaction = perTransaction(res)
 
 	// The NOPM cross-check: over the whole run, committed New-Orders seen by
 	// the driver must equal the growth of sum(d_next_o_id), up to ambiguous
 	// commits (New-Orders whose COMMIT outcome is unknown, and steps
 	// abandoned at the drain deadline).
-	if r.admin.IsClosed() || r.admin.Ping(ctx) != nil {
-		r.admin.Close(ctx)
-		if c, err := r.t.Connect(ctx); err == nil {
-			r.admin = c
-		}
-	}
-	after := readCounters(ctx, r.admin)
+	after := readRetry(ctx, &r.admin, r.t.Connect, time.Now(), afterBudget)
 	noAll := res.AllByOp[OpNewOrder]
 	xc := &NOPMCheck{DriverCommitted: noAll.Committed, Ambiguous: noAll.Ambiguous + (res.AmbiguousAll - sumAmbiguous(res.AllByOp))}
 	if after.err == nil {
@@ -232,16 +223,24 @@ func (r *tpccRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 				Hint: "the driver's count of committed New-Orders and the database disagree: a driver or database bug"})
 		}
 	} else {
-		xc.Detail = "could not read district after the run: " + after.err.Error()
+		xc.NotRun = true
+		xc.Detail = "NOT RUN: could not read district after the run: " + after.err.Error()
+		v.NotRun = append(v.NotRun, "the NOPM cross-check could not run: could not read district after the run: "+after.err.Error())
 	}
 	x.NOPMCheck = xc
 	x.Audits = r.audit.Report()
 
-	if !r.p.NoCheck && !res.Interrupted && after.err == nil {
+	// The checks are left out on purpose with --no-check and after an
+	// interrupt; otherwise a check that cannot run is said, and counts.
+	switch {
+	case r.p.NoCheck || res.Interrupted:
+	case after.err != nil:
+		v.NotRun = append(v.NotRun, "the consistency conditions could not be checked: the database was unreachable after the run")
+	default:
 		r.env.Note("checking consistency conditions...")
 		rep, err := Check(ctx, r.admin, CheckOptions{Expensive: r.p.ExpensiveChecks})
 		if err != nil {
-			v.Warnings = append(v.Warnings, "consistency check: "+err.Error())
+			v.NotRun = append(v.NotRun, "the consistency conditions could not be checked: "+err.Error())
 		} else {
 			v.Check = rep
 			if !rep.Passed {
@@ -303,55 +302,4 @@ func nopmSeries(res *run.Result) []store.Point {
 		pts = append(pts, store.Point{Series: "new_order_p95_ms", T: tk.T, V: no.P95Ms})
 	}
 	return pts
-}
-
-// dbCounters are read from the database at the measurement window's edges.
-type dbCounters struct {
-	at        time.Time
-	nextOID   int64 // sum(d_next_o_id)
-	xacts     int64 // xact_commit + xact_rollback of the database under test
-	err       error
-	completed bool
-}
-
-// countersSQL counts the transactions of the database under test only:
-// HammerDB sums every database, but a database dropped during the window
-// (another client's, a test's, an experiment's) takes its counts out of that
-// sum, and TPM could come out below NOPM.
-const countersSQL = `select (select sum(d_next_o_id) from district)::bigint,
- (select xact_commit + xact_rollback from pg_stat_database where datname = current_database())::bigint`
-
-// readCounters reads the counters; pg_stat_clear_snapshot makes repeated
-// reads on one connection see fresh statistics.
-func readCounters(ctx context.Context, conn *pgx.Conn) dbCounters {
-	c := dbCounters{at: time.Now()}
-	if _, c.err = conn.Exec(ctx, "select pg_stat_clear_snapshot()"); c.err != nil {
-		return c
-	}
-	c.err = conn.QueryRow(ctx, countersSQL).Scan(&c.nextOID, &c.xacts)
-	c.completed = c.err == nil
-	return c
-}
-
-// windowReader reads dbCounters at the measurement start and end on its
-// own connection without blocking the executor's collector.
-type windowReader struct {
-	conn       *pgx.Conn
-	mu         sync.Mutex
-	start, end dbCounters
-	wg         sync.WaitGroup
-}
-
-func (w *windowReader) read(dst *dbCounters) func() {
-	return func() {
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			*dst = readCounters(ctx, w.conn)
-		}()
-	}
 }

@@ -20,21 +20,26 @@ type Summary struct {
 	KeyingThink   bool    `json:"keying_think"`
 	NOPM          float64 `json:"nopm"`
 	// NOPMDatabase is HammerDB's NOPM: the growth of sum(d_next_o_id) over
-	// the measured interval, per minute.
-	NOPMDatabase   float64       `json:"nopm_database"`
-	TPM            float64       `json:"tpm"`
-	NOPMCheck      *NOPMCheck    `json:"nopm_check,omitempty"`
-	PerTransaction []TxnStats    `json:"per_transaction"`
-	Audits         []AuditResult `json:"audits,omitempty"`
+	// the measured interval, per minute. It and TPM are nil (null) when
+	// they could not be measured; Unknown then says why, by field name.
+	NOPMDatabase   *float64          `json:"nopm_database"`
+	TPM            *float64          `json:"tpm"`
+	Unknown        map[string]string `json:"unknown,omitempty"`
+	NOPMCheck      *NOPMCheck        `json:"nopm_check,omitempty"`
+	PerTransaction []TxnStats        `json:"per_transaction"`
+	Audits         []AuditResult     `json:"audits,omitempty"`
 }
 
 // NOPMCheck compares the driver's committed New-Orders with the database.
 type NOPMCheck struct {
-	DriverCommitted int64  `json:"driver_committed"`
-	DatabaseGrowth  int64  `json:"database_growth"`
-	Ambiguous       int64  `json:"ambiguous"`
-	Passed          bool   `json:"passed"`
-	Detail          string `json:"detail"`
+	DriverCommitted int64 `json:"driver_committed"`
+	DatabaseGrowth  int64 `json:"database_growth"`
+	Ambiguous       int64 `json:"ambiguous"`
+	Passed          bool  `json:"passed"`
+	// NotRun: the database could not be read after the run, so the
+	// cross-check could not be made (Passed is false).
+	NotRun bool   `json:"not_run,omitempty"`
+	Detail string `json:"detail"`
 }
 
 // TxnStats is the time profile of one transaction type (HammerDB's set).
@@ -65,7 +70,15 @@ func (Workload) Brief(s *results.Summary) string {
 		errs = s.Errors
 	}
 	return "vusers " + strconv.Itoa(x.VUsers) + ", NOPM " + strconv.FormatFloat(x.NOPM, 'f', 0, 64) +
-		", TPM " + strconv.FormatFloat(x.TPM, 'f', 0, 64) + ", errors " + strconv.FormatInt(errs, 10)
+		", TPM " + figure(x.TPM) + ", errors " + strconv.FormatInt(errs, 10)
+}
+
+// figure is a per-minute figure that may be unknown.
+func figure(v *float64) string {
+	if v == nil {
+		return "unknown"
+	}
+	return strconv.FormatFloat(*v, 'f', 0, 64)
 }
 
 // Show is NOPM and TPM, the cross-check, the time profile, the outcomes
@@ -76,8 +89,19 @@ func (Workload) Show(s *results.Summary) []results.Block {
 	if s.Measured != nil {
 		dur = s.DurationS
 	}
-	out := []results.Block{results.Line(fmt.Sprintf("NOPM %.0f  TPM %.0f  (%d virtual users, %d warehouses, %s mode, %.1f s measured)",
-		x.NOPM, x.TPM, x.VUsers, x.Warehouses, x.Mode, dur))}
+	out := []results.Block{results.Line(fmt.Sprintf("NOPM %.0f  TPM %s  (%d virtual users, %d warehouses, %s mode, %.1f s measured)",
+		x.NOPM, figure(x.TPM), x.VUsers, x.Warehouses, x.Mode, dur))}
+	switch t, n := x.Unknown["tpm"], x.Unknown["nopm_database"]; {
+	case t != "" && t == n:
+		out = append(out, results.Line("tpm and nopm_database unknown: "+t))
+	default:
+		if t != "" {
+			out = append(out, results.Line("tpm unknown: "+t))
+		}
+		if n != "" {
+			out = append(out, results.Line("nopm_database unknown: "+n))
+		}
+	}
 	if x.NOPMCheck != nil {
 		out = append(out, results.Line("NOPM cross-check: "+x.NOPMCheck.Detail))
 	}

@@ -101,6 +101,8 @@ type Worker struct {
 
 	delivered int // districts delivered by the last Delivery
 
+	retried []string // SQLSTATEs of the current step's retried attempts (Outcome.Retried)
+
 	timer *time.Timer
 }
 
@@ -240,6 +242,11 @@ func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 			return out, nil
 		}
 		if w.sess.Retryable(code) && out.Attempts < w.o.MaxTries && ctx.Err() == nil {
+			if out.Attempts == 1 {
+				w.retried = w.retried[:0]
+			}
+			w.retried = append(w.retried, code)
+			out.Retried = w.retried
 			w.backoff(ctx, out.Attempts)
 			out.Attempts++
 			continue

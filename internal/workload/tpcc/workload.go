@@ -13,6 +13,7 @@ import (
 	"github.com/tunebench/tunebench/internal/results"
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
 	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/loadspace"
 )
 
 // Workload is the registry entry: load, run, check and the result view.
@@ -38,7 +39,7 @@ var isolations = []string{"read-committed", "repeatable-read", "serializable"}
 func (Workload) Options() option.Set {
 	return option.Set{
 		{Name: "warehouses", Short: "w", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true, Load: true,
-			Doc: "warehouses to load (each about 500,000 rows, 100 MB with indexes)"},
+			Doc: "warehouses to load (each about 500,000 rows, 105 MB with indexes)"},
 		{Name: "partition", Kind: option.KindBool, Default: "false", Load: true,
 			Doc: "range-partition the big per-warehouse tables by warehouse"},
 		{Name: "load_workers", Kind: option.KindInt, Default: "0", HasMin: true, Load: true, FlagOnly: true,
@@ -47,6 +48,8 @@ func (Workload) Options() option.Set {
 			Doc: "drop existing tpcc tables first (their data is lost)"},
 		{Name: "resume", Kind: option.KindBool, Load: true, FlagOnly: true,
 			Doc: "finish an interrupted load"},
+		{Name: "force", Kind: option.KindBool, Load: true, FlagOnly: true,
+			Doc: "load even when the estimate of the space it needs is more than the data directory's filesystem has free"},
 		{Name: "seed", Kind: option.KindInt, Load: true, FlagOnly: true,
 			Doc: "data generator seed (0 = from the clock; stored in tunebench_tpcc_meta)"},
 		{Name: "copy_format", Kind: option.KindString, Default: FormatBinary, Enum: []string{FormatBinary, FormatText}, Load: true, FlagOnly: true, Hidden: true,
@@ -80,6 +83,8 @@ func (Workload) Options() option.Set {
 			Doc: "also run conditions 6, 10 and 12 after the run"},
 		{Name: "max_errors_pct", Kind: option.KindFloat, Default: "1", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxErrorsPct,
 			Doc: "exit with code 4 when errors exceed this percentage of transactions"},
+		{Name: "max_outage_pct", Kind: option.KindFloat, Default: "5", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxOutagePct,
+			Doc: "exit with code 4 (status errors) when outages (the server unreachable) cover more than this percentage of the measured window"},
 
 		{Name: "expensive", Kind: option.KindBool, Check: true,
 			Doc: "also check conditions 6, 10 and 12"},
@@ -118,8 +123,11 @@ func (Workload) LoadTime(o option.Values) time.Duration {
 	return 5*time.Second + time.Duration(o.Int("warehouses"))*8*time.Second
 }
 
-// DataBytes: about 100 MB per warehouse with the indexes.
-func (Workload) DataBytes(o option.Values) int64 { return o.Int("warehouses") * 100_000_000 }
+// DataBytes: 104.7 MB per warehouse with the indexes, and 13 MB for item
+// (measured at 1, 2 and 4 warehouses, partitioned or not, PostgreSQL 15).
+func (Workload) DataBytes(o option.Values) int64 { return dataBytes(int(o.Int("warehouses"))) }
+
+func dataBytes(warehouses int) int64 { return 13_000_000 + int64(warehouses)*104_700_000 }
 
 // Validate: --resume and --drop exclude each other (a load rule).
 func (Workload) Validate(p option.Phase, v option.Values, given option.Given) error {
@@ -132,7 +140,7 @@ func (Workload) Validate(p option.Phase, v option.Values, given option.Given) er
 // LoadHelp is the help of `tunebench load tpcc`.
 func (Workload) LoadHelp() workload.Help {
 	return workload.Help{
-		Use:   "--warehouses W [--load-workers K] [--partition] [--drop | --resume]",
+		Use:   "--warehouses W [--load-workers K] [--partition] [--drop | --resume] [--force]",
 		Short: "Load the TPC-C-like tables (nine tables, about 500,000 rows per warehouse)",
 		Long: `Creates warehouse, district, customer, history, new_order, orders, order_line,
 item and stock with exact numeric money columns, and fills them per the TPC-C
@@ -148,6 +156,13 @@ and indexes (different tables at once) and ANALYZE. The load constants (C-Load) 
 the status are stored in tunebench_tpcc_meta: runs and checks refuse a load that
 did not finish. An interrupted load is finished with --resume (the tables done
 stay, the rest is redone); existing tables are only replaced with --drop.
+
+Before the data goes in, the space the load needs (105 MB per warehouse of tables and
+indexes, and as much WAL, at most max_wal_size) is compared with the free space of the
+data directory's filesystem when it is known here (a managed server); the load is
+refused when it does not fit, unless --force. A load that runs out of space stops,
+keeps the finished tables and is marked incomplete: finish it with --resume once there
+is room, or start over with --drop.
 
 --partition range-partitions customer, history, new_order, orders, order_line and
 stock by warehouse: one partition per warehouse up to 64, then ranges of
@@ -209,6 +224,10 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 	if lo.Resume && (env.Given == nil || !env.Given("warehouses")) {
 		lo.Warehouses = 0 // taken from the interrupted load
 	}
+	lo.Space = &loadspace.Load{Target: t, What: "tpcc", Force: o.Bool("force"), Smaller: "fewer --warehouses"}
+	if lo.Warehouses > 0 {
+		lo.Space.What += " " + plural(lo.Warehouses, "warehouse")
+	}
 	if err := lo.Validate(); err != nil {
 		return nil, err
 	}
@@ -239,7 +258,7 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 			return nil, errs.Wrap(errs.KindInterrupted, err, "finish it with `tunebench load tpcc --resume`, or start over with --drop",
 				"load interrupted; the finished tables are kept and the load is marked incomplete")
 		}
-		return nil, err
+		return nil, lo.Space.Error(ctx, err, "finish it with `tunebench load tpcc --resume` (the finished tables are kept), or start over with --drop, with fewer --warehouses")
 	}
 	if st.Complete {
 		return &workload.Report{Blocks: []results.Block{results.Line(fmt.Sprintf("the tpcc load of %s is already complete: nothing to resume", plural(st.Warehouses, "warehouse")))}}, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/workload/loadspace"
 	"github.com/tunebench/tunebench/internal/workload/tpch/dbgen"
 )
 
@@ -29,6 +30,8 @@ type LoadOptions struct {
 	ForeignKeys bool
 	Workers     int  // parallel COPY streams (and index builds)
 	Drop        bool // replace what is there
+	// Space checks the free space before the data goes in (nil: no check).
+	Space *loadspace.Load
 }
 
 // MinScale and MaxScale bound the scale factor: below 0.01 some tables
@@ -240,8 +243,9 @@ func existingTables(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 	return have, nil
 }
 
-// prepare drops, refuses, resumes or creates; it returns the tables an
-// interrupted load of the same scale already finished.
+// prepare drops (then a checkpoint frees their space), refuses, resumes or
+// creates, after checking the space; it returns the tables an interrupted
+// load of the same scale already finished.
 func prepare(ctx context.Context, conn *pgx.Conn, o LoadOptions) ([]string, error) {
 	m, ok, err := readMeta(ctx, conn)
 	if err != nil {
@@ -260,11 +264,21 @@ func prepare(ctx context.Context, conn *pgx.Conn, o LoadOptions) ([]string, erro
 			return nil, errs.Usage(fmt.Sprintf("run `tunebench load tpch --scale %g` to resume it, or add --drop to start over", m.Scale),
 				"an interrupted load of scale %g (foreign keys %v) is here", m.Scale, m.ForeignKeys)
 		case ok:
-			return m.TablesDone, nil
+			in := loadspace.RelationBytes(ctx, conn, m.TablesDone)
+			return m.TablesDone, o.Space.Check(ctx, conn, dataBytes(o.Scale)-in)
 		case len(have) > 0:
 			return nil, errs.Usage("add --drop to replace them (their data is lost), or load into another database",
 				"the database already has %s", strings.Join(have, ", "))
 		}
+	}
+	if ok || len(have) > 0 {
+		if _, err := conn.Exec(ctx, dropDDL()); err != nil {
+			return nil, fmt.Errorf("dropping the old tables: %w", err)
+		}
+		o.Space.AfterDrop(ctx, conn) // a CHECKPOINT frees their files and WAL
+	}
+	if err := o.Space.Check(ctx, conn, dataBytes(o.Scale)); err != nil {
+		return nil, err
 	}
 	stmts := []string{dropDDL(), metaDDL}
 	for _, t := range loadOrder {

@@ -1,0 +1,12 @@
+package driver
+
+import "golang.org/x/sys/unix"
+
+// freeBytes is the space left to unprivileged writers on dir's filesystem.
+func freeBytes(dir string) (int64, bool) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * st.Bsize, true
+}

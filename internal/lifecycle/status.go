@@ -1,0 +1,119 @@
+package lifecycle
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/tunebench/tunebench/internal/driver"
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/run"
+	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+// decideStatus sets the status of a run the executor measured, and the
+// reasons for it (results.Reason): failed > interrupted > errors > ok. The
+// status is errors when transactions ended in errors, when outages covered
+// more than x.MaxOutagePct of the measured window, or when checks after the
+// run could not run (v.NotRun, or After's error afterErr).
+func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, afterErr error, x workload.Exec) {
+	var rs []results.Reason
+	add := func(code, format string, a ...any) {
+		rs = append(rs, results.Reason{Code: code, Detail: fmt.Sprintf(format, a...)})
+	}
+	for _, f := range v.Failures {
+		add(results.ReasonCheckFailed, "%s", failureText(f))
+	}
+	if res.Interrupted {
+		add(results.ReasonInterrupted, "interrupted before its end: the figures cover part of the run")
+	}
+	if m := sum.Measured; m != nil {
+		if secs := outageSeconds(m.Outages, m.DurationS); m.DurationS > 0 && 100*secs/m.DurationS > x.MaxOutagePct {
+			add(results.ReasonOutage, "the server was unreachable for %.1f s of the %.1f s measured (%.0f%%, over the %g%% that --max-outage-pct accepts): see the outage lines",
+				secs, m.DurationS, 100*secs/m.DurationS, x.MaxOutagePct)
+		}
+	}
+	for _, n := range v.NotRun {
+		add(results.ReasonNotChecked, "%s", n)
+	}
+	if afterErr != nil {
+		add(results.ReasonNotChecked, "the work after the run (checks) failed: %v", afterErr)
+	}
+	switch {
+	case sum.ErrorsPct > x.MaxErrorsPct:
+		add(results.ReasonErrorsOver, "%d transactions ended in errors, %.2f%% (over the %g%% that --max-errors-pct accepts)", sum.Errors, sum.ErrorsPct, x.MaxErrorsPct)
+	case res.Errors > 0:
+		add(results.ReasonErrors, "%d transactions ended in errors, %.2f%% (within the %g%% that --max-errors-pct accepts)", res.Errors, sum.ErrorsPct, x.MaxErrorsPct)
+	}
+	sum.StatusReasons = rs
+	switch {
+	case len(v.Failures) > 0:
+		sum.Status = store.StatusFailed
+	case res.Interrupted:
+		sum.Status = store.StatusInterrupted
+	case len(rs) > 0:
+		sum.Status = store.StatusErrors
+	default:
+		sum.Status = store.StatusOK
+	}
+}
+
+// errorsExit is the exit error (code 4) of a stored run whose status is
+// errors for a reason that must not pass unnoticed: an outage, checks that
+// could not run, errors over the threshold. Nil when there is none.
+func errorsExit(sum *results.Summary, id int64, w workload.Workload) error {
+	var why, hints []string
+	for _, r := range sum.StatusReasons {
+		switch r.Code {
+		case results.ReasonOutage:
+			why = append(why, r.Detail)
+			hints = append(hints, "raise --max-outage-pct to accept outages")
+		case results.ReasonNotChecked:
+			why = append(why, r.Detail)
+			if _, ok := w.(workload.Checker); ok {
+				hints = append(hints, fmt.Sprintf("check the database with `tunebench check %s` once it is reachable", w.Meta().Name))
+			}
+		case results.ReasonErrorsOver:
+			why = append(why, r.Detail)
+			hints = append(hints, driver.ErrorsHint(sum.BySQLState, nil)) // by the SQLSTATE most errors had
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	hints = slices.Compact(hints)
+	return errs.New(errs.KindRunErrors, strings.Join(hints, "; "), "run %d ended with status %s: %s", id, sum.Status, strings.Join(why, "; "))
+}
+
+// failureText is a failed check in one line.
+func failureText(f workload.Failure) string {
+	if f.Detail != "" {
+		return f.What + " failed: " + f.Detail
+	}
+	return f.What + " failed"
+}
+
+// outageSeconds is the time outages covered in the measured window [0, d]:
+// the union of their spans, clipped to the window.
+func outageSeconds(os []results.Outage, d float64) float64 {
+	spans := make([][2]float64, 0, len(os))
+	for _, o := range os {
+		s, e := max(o.StartS, 0), min(o.EndS, d)
+		if e > s {
+			spans = append(spans, [2]float64{s, e})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
+	var total, end float64
+	for _, sp := range spans {
+		s := max(sp[0], end)
+		if sp[1] > s {
+			total += sp[1] - s
+			end = sp[1]
+		}
+	}
+	return total
+}

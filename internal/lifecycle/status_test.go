@@ -1,0 +1,79 @@
+package lifecycle
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/run"
+	"github.com/tunebench/tunebench/internal/workload"
+)
+
+// The outages' time in the window is their union, clipped to the window.
+func TestOutageSeconds(t *testing.T) {
+	os := []results.Outage{{StartS: -2, EndS: 1}, {StartS: 3, EndS: 5}, {StartS: 4, EndS: 6}, {StartS: 7, EndS: 7}, {StartS: 9, EndS: 30}}
+	if got := outageSeconds(os, 10); got != 1+3+1 {
+		t.Errorf("outage seconds %v, want 5", got)
+	}
+}
+
+// The status says why it is not ok: an outage over max_outage_pct or a
+// check that could not run makes a run with few errors end with status
+// errors and exit 4; an outage under the threshold and errors within
+// max_errors_pct give status errors and exit 0.
+func TestDecideStatus(t *testing.T) {
+	x := workload.Exec{Exec: option.Exec{MaxErrorsPct: 1, MaxOutagePct: 5}}
+	type want struct {
+		status string
+		codes  string
+		exit4  bool
+	}
+	for _, c := range []struct {
+		name     string
+		outages  []results.Outage
+		errors   int64
+		v        workload.Verdict
+		afterErr error
+		want     want
+	}{
+		{"ok", nil, 0, workload.Verdict{}, nil, want{"ok", "", false}},
+		{"short outage", []results.Outage{{StartS: 3, EndS: 3.5}}, 5, workload.Verdict{}, nil, want{"errors", "errors", false}},
+		{"long outage", []results.Outage{{StartS: 6, EndS: 19.8}}, 59, workload.Verdict{}, nil, want{"errors", "outage,errors", true}},
+		{"cross-check not run", nil, 0, workload.Verdict{NotRun: []string{"the NOPM cross-check could not run"}}, nil, want{"errors", "not_checked", true}},
+		{"after failed", nil, 0, workload.Verdict{}, errors.New("no connection"), want{"errors", "not_checked", true}},
+		{"errors over", nil, 200, workload.Verdict{}, nil, want{"errors", "errors_over_threshold", true}},
+		{"failed beats outage", []results.Outage{{StartS: 0, EndS: 20}}, 0, workload.Verdict{Failures: []workload.Failure{{What: "consistency check"}}}, nil,
+			want{"failed", "check_failed,outage", false}},
+	} {
+		sum := &results.Summary{Measured: &results.Measured{DurationS: 20, Outages: c.outages, Errors: c.errors, ErrorsPct: float64(c.errors) / 100}}
+		res := &run.Result{Errors: c.errors}
+		decideStatus(sum, res, &c.v, c.afterErr, x)
+		var codes []string
+		for _, r := range sum.StatusReasons {
+			codes = append(codes, r.Code)
+			if r.Detail == "" {
+				t.Errorf("%s: reason %s without a detail", c.name, r.Code)
+			}
+		}
+		if sum.Status != c.want.status || strings.Join(codes, ",") != c.want.codes {
+			t.Errorf("%s: status %s %v, want %s %s", c.name, sum.Status, codes, c.want.status, c.want.codes)
+		}
+		if c.want.status == "failed" {
+			continue
+		}
+		err := errorsExit(sum, 7, nil)
+		var e *errs.Error
+		if got := errors.As(err, &e) && e.Kind == errs.KindRunErrors; got != c.want.exit4 {
+			t.Errorf("%s: exit error %v, want exit 4: %v", c.name, err, c.want.exit4)
+		}
+	}
+	sum := &results.Summary{Measured: &results.Measured{DurationS: 20, Outages: []results.Outage{{StartS: 6, EndS: 20}}}}
+	decideStatus(sum, &run.Result{}, &workload.Verdict{}, nil, x)
+	err := errorsExit(sum, 7, nil)
+	if err == nil || !strings.Contains(err.Error(), "unreachable for 14.0 s of the 20.0 s measured") || !strings.Contains(errs.HintOf(err), "--max-outage-pct") {
+		t.Errorf("exit error %v (hint %q): want the outage and the option", err, errs.HintOf(err))
+	}
+}

@@ -1,0 +1,189 @@
+package tpcc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// dbCounters are read from the database before and after the run and at
+// the measurement window's edges.
+type dbCounters struct {
+	at      time.Time // when the read started
+	nextOID int64     // sum(d_next_o_id)
+	xacts   int64     // xact_commit + xact_rollback of the database under test
+	// started is the server's start time and reset the last reset of the
+	// database's statistics (zero when never reset): TPM's count is only
+	// comparable between two reads that agree on both.
+	started, reset time.Time
+	err            error
+	completed      bool
+}
+
+// countersSQL counts the transactions of the database under test only:
+// HammerDB sums every database, but a database dropped during the window
+// (another client's, a test's, an experiment's) takes its counts out of that
+// sum, and TPM could come out below NOPM.
+const countersSQL = `select (select sum(d_next_o_id) from district)::bigint,
+ (xact_commit + xact_rollback)::bigint, coalesce(stats_reset, 'epoch'::timestamptz), pg_postmaster_start_time()
+ from pg_stat_database where datname = current_database()`
+
+// readCounters reads the counters; pg_stat_clear_snapshot makes repeated
+// reads on one connection see fresh statistics.
+func readCounters(ctx context.Context, conn *pgx.Conn) dbCounters {
+	c := dbCounters{at: time.Now()}
+	if _, c.err = conn.Exec(ctx, "select pg_stat_clear_snapshot()"); c.err != nil {
+		return c
+	}
+	c.err = conn.QueryRow(ctx, countersSQL).Scan(&c.nextOID, &c.xacts, &c.reset, &c.started)
+	c.completed = c.err == nil
+	return c
+}
+
+// Reconnection when a counters' connection was lost (the server restarted
+// during the run): tries spaced by a pause that doubles from retryPause,
+// while the time since the first try is under the budget.
+const (
+	// edgeBudget bounds the retries of a read at a window edge: a read
+	// that starts later than this after its edge would not measure the
+	// window, and the figures it serves are unknown instead.
+	edgeBudget = 2 * time.Second
+	// afterBudget bounds the retries of the read after the run (the NOPM
+	// cross-check and the consistency checks need it): a server in crash
+	// recovery refuses connections for a moment.
+	afterBudget = 3 * time.Second
+	retryPause  = 100 * time.Millisecond
+)
+
+// connect opens a connection (a function of the target).
+type connect func(context.Context) (*pgx.Conn, error)
+
+// readRetry reads the counters on *conn, replacing a connection that fails
+// with a new one from dial, and trying again until the budget from `from`
+// has passed. *conn is the connection to keep (nil when none could be
+// opened); the counters' err is the last failure.
+func readRetry(ctx context.Context, conn **pgx.Conn, dial connect, from time.Time, budget time.Duration) dbCounters {
+	pause := retryPause
+	var c dbCounters
+	for {
+		if *conn != nil && !(*conn).IsClosed() {
+			if c = readCounters(ctx, *conn); c.err == nil || !connectionLost(c.err) {
+				return c
+			}
+		}
+		if *conn != nil {
+			(*conn).Close(context.WithoutCancel(ctx))
+			*conn = nil
+		}
+		if time.Since(from)+pause > budget || ctx.Err() != nil {
+			if c.err == nil {
+				c.err = fmt.Errorf("no connection to the database within %v", budget)
+			}
+			return c
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+		}
+		pause *= 2
+		dctx, cancel := context.WithTimeout(ctx, max(budget-time.Since(from), 500*time.Millisecond))
+		nc, err := dial(dctx)
+		cancel()
+		if err != nil {
+			c = dbCounters{at: time.Now(), err: err}
+			continue
+		}
+		*conn = nc
+	}
+}
+
+// connectionLost reports whether err may have come from a lost connection
+// (not an error of the statement): the read is worth trying again on a new
+// one.
+func connectionLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		c := pe.Code[:min(2, len(pe.Code))]
+		return c == "08" || c == "57"
+	}
+	return true
+}
+
+// windowReader reads dbCounters at the measurement start and end on its
+// own connection without blocking the executor's collector; a connection
+// lost since the last read is replaced (edgeBudget).
+type windowReader struct {
+	dial       connect
+	conn       *pgx.Conn
+	mu         sync.Mutex
+	start, end dbCounters
+	wg         sync.WaitGroup
+}
+
+func (w *windowReader) read(dst *dbCounters) func() {
+	return func() {
+		edge := time.Now()
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			*dst = readRetry(ctx, &w.conn, w.dial, edge, edgeBudget)
+		}()
+	}
+}
+
+func (w *windowReader) close() {
+	w.wg.Wait()
+	if w.conn != nil {
+		w.conn.Close(context.Background())
+	}
+}
+
+// windowFigures are TPM and HammerDB's NOPM from the counters at the
+// window's edges, or why each is unknown (nil when both are known). sum(d_next_o_id) is data, and
+// survives a server restart; pg_stat_database's counters do not survive a
+// crash (nor a reset), so TPM is unknown when the server restarted or the
+// statistics were reset between the edges.
+func windowFigures(s, e dbCounters) (tpm, nopm *float64, unknown map[string]string) {
+	why := ""
+	switch {
+	case !s.completed:
+		why = "the counters could not be read at the measurement window's start: " + errText(s.err)
+	case !e.completed:
+		why = "the counters could not be read at the measurement window's end: " + errText(e.err)
+	case !e.at.After(s.at):
+		why = "the counters' reads at the window's edges are out of order"
+	}
+	if why != "" {
+		return nil, nil, map[string]string{"tpm": why, "nopm_database": why}
+	}
+	m := e.at.Sub(s.at).Minutes()
+	n := float64(e.nextOID-s.nextOID) / m
+	nopm = &n
+	switch {
+	case !e.started.Equal(s.started):
+		unknown = map[string]string{"tpm": "the server restarted during the measurement window (at " + e.started.Format(time.TimeOnly) +
+			"): its statistics may have been lost (a crash resets them), so the growth of pg_stat_database's counts means nothing"}
+	case !e.reset.Equal(s.reset) || e.xacts < s.xacts:
+		unknown = map[string]string{"tpm": "the database's statistics were reset during the measurement window"}
+	default:
+		t := float64(e.xacts-s.xacts) / m
+		tpm = &t
+	}
+	return tpm, nopm, unknown
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no reading"
+	}
+	return err.Error()
+}
