@@ -6,6 +6,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Kind classifies an error; each kind has its own exit code.
@@ -148,4 +149,34 @@ func ExitCode(err error) int {
 		return ExitOK
 	}
 	return KindOf(err).ExitCode()
+}
+
+// Brief renders err in one short line for status lines and summaries: the
+// outermost classified message and, in parentheses, the last clause of the
+// innermost cause ("cannot connect to ... (connection refused)") instead of
+// every layer's text.
+func Brief(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Msg == "" || e.Err == nil {
+		return err.Error()
+	}
+	inner := error(e)
+	for {
+		next := errors.Unwrap(inner)
+		if next == nil {
+			break
+		}
+		inner = next
+	}
+	text := inner.Error()
+	if i := strings.LastIndex(text, ": "); i >= 0 {
+		text = text[i+2:]
+	}
+	if text == "" || text == e.Msg {
+		return e.Msg
+	}
+	return e.Msg + " (" + text + ")"
 }

@@ -43,3 +43,18 @@ func TestWrappedKindAndHint(t *testing.T) {
 		t.Fatalf("message %q", got)
 	}
 }
+
+func TestBrief(t *testing.T) {
+	inner := fmt.Errorf("failed to connect to `user=postgres`: 127.0.0.1:5 (127.0.0.1): dial error: dial tcp 127.0.0.1:5: connect: connection refused")
+	err := Wrap(KindConnect, inner, "start it", "cannot connect to postgres@127.0.0.1:5/postgres")
+	if got := Brief(err); got != "cannot connect to postgres@127.0.0.1:5/postgres (connection refused)" {
+		t.Errorf("Brief = %q", got)
+	}
+	plain := fmt.Errorf("plain: text")
+	if got := Brief(plain); got != "plain: text" {
+		t.Errorf("Brief of an unclassified error = %q", got)
+	}
+	if got := Brief(New(KindUsage, "", "only a message")); got != "only a message" {
+		t.Errorf("Brief without a cause = %q", got)
+	}
+}

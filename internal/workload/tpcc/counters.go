@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tunebench/tunebench/internal/errs"
 )
 
 // dbCounters are read from the database before and after the run and at
@@ -185,5 +187,5 @@ func errText(err error) string {
 	if err == nil {
 		return "no reading"
 	}
-	return err.Error()
+	return errs.Brief(err)
 }

@@ -224,8 +224,8 @@ func (r *tpccRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		}
 	} else {
 		xc.NotRun = true
-		xc.Detail = "NOT RUN: could not read district after the run: " + after.err.Error()
-		v.NotRun = append(v.NotRun, "the NOPM cross-check could not run: could not read district after the run: "+after.err.Error())
+		xc.Detail = "NOT RUN: could not read district after the run: " + errs.Brief(after.err)
+		v.NotRun = append(v.NotRun, "the NOPM cross-check could not run: could not read district after the run: "+errs.Brief(after.err))
 	}
 	x.NOPMCheck = xc
 	x.Audits = r.audit.Report()
@@ -240,7 +240,7 @@ func (r *tpccRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		r.env.Note("checking consistency conditions...")
 		rep, err := Check(ctx, r.admin, CheckOptions{Expensive: r.p.ExpensiveChecks})
 		if err != nil {
-			v.NotRun = append(v.NotRun, "the consistency conditions could not be checked: "+err.Error())
+			v.NotRun = append(v.NotRun, "the consistency conditions could not be checked: "+errs.Brief(err))
 		} else {
 			v.Check = rep
 			if !rep.Passed {
