@@ -59,13 +59,16 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	req.Observe = obs.observe
 	sum, runErr := lifecycle.Run(ctx, req)
 	rescue, isRescued := store.RescuedTo(runErr)
-	if sum != nil && (sum.RunID != 0 || isRescued) {
+	if sum != nil && (sum.RunID != 0 || isRescued || sum.Status != "") {
 		s.printf("\n")
 		s.printBlocks(showBlocks(r, sum, true))
-		if isRescued {
+		switch {
+		case isRescued:
 			s.printf("NOT stored in %s (saving failed): the result is in %s\n", st.Path(), rescue)
-		} else {
+		case sum.RunID != 0:
 			s.printf("stored as run %d in %s\n", sum.RunID, st.Path())
+		default:
+			s.printf("NOT stored in %s, and no rescue file could be written: the figures above (and --json, if given) are all that is left of this run\n", st.Path())
 		}
 	}
 	if sum != nil && rf.json != "" {

@@ -311,8 +311,13 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 	ended := clock.Now()
 	if prev != nil && out.Ran == 0 && status == store.ExpFailed {
 		// A resume that could not start a run (its server refused, say)
-		// changes nothing: the experiment keeps the status it had.
+		// changes nothing: the experiment keeps the status it had, except
+		// that one still marked running was killed (this process is the
+		// one running it now): it was interrupted.
 		status, ended = prev.Status, prev.EndedAt
+		if status == store.ExpRunning {
+			status, ended = store.ExpInterrupted, clock.Now()
+		}
 	}
 	out.Status = status
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

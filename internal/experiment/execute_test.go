@@ -517,4 +517,15 @@ func TestResumeThatCannotStartKeepsStatus(t *testing.T) {
 	if e.Status != before {
 		t.Errorf("a resume that could not start turned status %s into %s", before, e.Status)
 	}
+	// Killed -9, the experiment still says running: a resume that cannot
+	// start says interrupted (nothing runs it any more).
+	if err := st.SetExperimentStatus(context.Background(), e.ID, store.ExpRunning, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Execute(context.Background(), mustPlan(t, execSpec, 1), true); err == nil {
+		t.Fatal("resume on a server that does not open: no error")
+	}
+	if e, _ = st.GetExperiment(context.Background(), "exec"); e.Status != store.ExpInterrupted {
+		t.Errorf("a killed experiment whose resume could not start is %s, want interrupted", e.Status)
+	}
 }

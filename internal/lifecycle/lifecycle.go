@@ -15,6 +15,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
@@ -231,7 +232,7 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 	case len(v.Failures) > 0:
 		return sum, failureError(v.Failures[0], id)
 	}
-	return sum, errorsExit(sum, id, req.Workload)
+	return sum, errorsExit(sum, id, req.Workload, func() driver.Space { return driver.SpaceNear(req.Target) })
 }
 
 // failureError is the exit error of a failed check.

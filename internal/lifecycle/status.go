@@ -63,8 +63,10 @@ func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, af
 
 // errorsExit is the exit error (code 4) of a stored run whose status is
 // errors for a reason that must not pass unnoticed: an outage, checks that
-// could not run, errors over the threshold. Nil when there is none.
-func errorsExit(sum *results.Summary, id int64, w workload.Workload) error {
+// could not run, errors over the threshold. Nil when there is none. space,
+// when not nil, names the filesystem of the server's data for a run whose
+// errors were mostly disk full.
+func errorsExit(sum *results.Summary, id int64, w workload.Workload, space func() driver.Space) error {
 	var why, hints []string
 	for _, r := range sum.StatusReasons {
 		switch r.Code {
@@ -78,7 +80,7 @@ func errorsExit(sum *results.Summary, id int64, w workload.Workload) error {
 			}
 		case results.ReasonErrorsOver:
 			why = append(why, r.Detail)
-			hints = append(hints, driver.ErrorsHint(sum.BySQLState, nil)) // by the SQLSTATE most errors had
+			hints = append(hints, driver.ErrorsHint(sum.BySQLState, space)) // by the SQLSTATE most errors had
 		}
 	}
 	if len(why) == 0 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
@@ -64,7 +65,7 @@ func TestDecideStatus(t *testing.T) {
 		if c.want.status == "failed" {
 			continue
 		}
-		err := errorsExit(sum, 7, nil)
+		err := errorsExit(sum, 7, nil, nil)
 		var e *errs.Error
 		if got := errors.As(err, &e) && e.Kind == errs.KindRunErrors; got != c.want.exit4 {
 			t.Errorf("%s: exit error %v, want exit 4: %v", c.name, err, c.want.exit4)
@@ -72,8 +73,23 @@ func TestDecideStatus(t *testing.T) {
 	}
 	sum := &results.Summary{Measured: &results.Measured{DurationS: 20, Outages: []results.Outage{{StartS: 6, EndS: 20}}}}
 	decideStatus(sum, &run.Result{}, &workload.Verdict{}, nil, x)
-	err := errorsExit(sum, 7, nil)
+	err := errorsExit(sum, 7, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "unreachable for 14.0 s of the 20.0 s measured") || !strings.Contains(errs.HintOf(err), "--max-outage-pct") {
 		t.Errorf("exit error %v (hint %q): want the outage and the option", err, errs.HintOf(err))
+	}
+}
+
+// A run whose errors are mostly disk full names the filesystem and its free
+// space in its fix line, not "raise --max-errors-pct" (issue 16, item 7).
+func TestErrorsExitDiskFullNamesTheFilesystem(t *testing.T) {
+	sum := &results.Summary{Status: "errors", Measured: &results.Measured{BySQLState: map[string]int64{"53100": 40, "40001": 2}},
+		StatusReasons: []results.Reason{{Code: results.ReasonErrorsOver, Detail: "42 transactions ended in errors"}}}
+	space := func() driver.Space {
+		return driver.Space{Dir: "/srv/pg/data", Mount: "/srv", Free: 7 << 10, Known: true}
+	}
+	err := errorsExit(sum, 3, nil, space)
+	hint := errs.HintOf(err)
+	if !strings.Contains(hint, "disk full") || !strings.Contains(hint, "/srv") || !strings.Contains(hint, "7.0 KiB free") || strings.Contains(hint, "--max-errors-pct") {
+		t.Errorf("fix line %q: want the filesystem, its free space, no --max-errors-pct", hint)
 	}
 }

@@ -118,8 +118,13 @@ func openManaged(ctx context.Context, s target.Spec) (*Target, error) {
 				return nil, err
 			}
 			if held := srv.AppliedSettings(); len(held) > 0 {
-				return nil, errs.Usage("wait for that process to end, or stop the server (tunebench server stop --dir "+dir+" restores them), then run the experiment",
-					"the server in %s runs with settings another tunebench process changed and holds: %s", dir, server.Describe(held))
+				hint := "wait for that process to end, or stop the server (tunebench server stop --dir " + dir + " restores them), then run the experiment"
+				for _, a := range held {
+					if a.Holder == nil {
+						hint = "stop the server (tunebench server stop --dir " + dir + " restores them) and let the experiment start it, or put the settings in target.settings"
+					}
+				}
+				return nil, errs.Usage(hint, "the server in %s runs with settings tunebench changed and has not restored: %s", dir, server.Describe(held))
 			}
 			t.srv = srv
 		}

@@ -23,8 +23,13 @@ type dbCounters struct {
 	// database's statistics (zero when never reset): TPM's count is only
 	// comparable between two reads that agree on both.
 	started, reset time.Time
-	err            error
-	completed      bool
+	// backend is the pid of the server process that did the read: a crash
+	// of any backend makes the postmaster end every session (this one
+	// included) and throw the statistics away without restarting itself, so
+	// two reads on one backend are the proof that none happened between.
+	backend   int32
+	err       error
+	completed bool
 }
 
 // countersSQL counts the transactions of the database under test only:
@@ -32,8 +37,8 @@ type dbCounters struct {
 // (another client's, a test's, an experiment's) takes its counts out of that
 // sum, and TPM could come out below NOPM.
 const countersSQL = `select (select sum(d_next_o_id) from district)::bigint,
- (xact_commit + xact_rollback)::bigint, coalesce(stats_reset, 'epoch'::timestamptz), pg_postmaster_start_time()
- from pg_stat_database where datname = current_database()`
+ (xact_commit + xact_rollback)::bigint, coalesce(stats_reset, 'epoch'::timestamptz), pg_postmaster_start_time(),
+ pg_backend_pid() from pg_stat_database where datname = current_database()`
 
 // readCounters reads the counters; pg_stat_clear_snapshot makes repeated
 // reads on one connection see fresh statistics.
@@ -42,7 +47,7 @@ func readCounters(ctx context.Context, conn *pgx.Conn) dbCounters {
 	if _, c.err = conn.Exec(ctx, "select pg_stat_clear_snapshot()"); c.err != nil {
 		return c
 	}
-	c.err = conn.QueryRow(ctx, countersSQL).Scan(&c.nextOID, &c.xacts, &c.reset, &c.started)
+	c.err = conn.QueryRow(ctx, countersSQL).Scan(&c.nextOID, &c.xacts, &c.reset, &c.started, &c.backend)
 	c.completed = c.err == nil
 	return c
 }
@@ -152,8 +157,10 @@ func (w *windowReader) close() {
 // windowFigures are TPM and HammerDB's NOPM from the counters at the
 // window's edges, or why each is unknown (nil when both are known). sum(d_next_o_id) is data, and
 // survives a server restart; pg_stat_database's counters do not survive a
-// crash (nor a reset), so TPM is unknown when the server restarted or the
-// statistics were reset between the edges.
+// crash (nor a reset), so TPM is unknown when the server restarted, the
+// reads' session was lost (a backend's crash restarts every process but
+// the postmaster, and keeps its start time) or the statistics were reset
+// between the edges.
 func windowFigures(s, e dbCounters) (tpm, nopm *float64, unknown map[string]string) {
 	why := ""
 	switch {
@@ -174,6 +181,9 @@ func windowFigures(s, e dbCounters) (tpm, nopm *float64, unknown map[string]stri
 	case !e.started.Equal(s.started):
 		unknown = map[string]string{"tpm": "the server restarted during the measurement window (at " + e.started.Format(time.TimeOnly) +
 			"): its statistics may have been lost (a crash resets them), so the growth of pg_stat_database's counts means nothing"}
+	case e.backend != s.backend:
+		unknown = map[string]string{"tpm": "the counters' session was lost during the measurement window and read again on a new one: " +
+			"the crash of a server process ends every session and throws the statistics away, so the growth of pg_stat_database's counts cannot be trusted"}
 	case !e.reset.Equal(s.reset) || e.xacts < s.xacts:
 		unknown = map[string]string{"tpm": "the database's statistics were reset during the measurement window"}
 	default:
