@@ -167,7 +167,8 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 	out, runErr := r.Execute(ctx, plan, resume)
 	if out.ExperimentID != 0 {
 		s.printf("\n")
-		if err := printExperimentResults(context.WithoutCancel(ctx), s, st, plan.Name); err != nil && runErr == nil {
+		how := fmt.Sprintf("`tunebench experiment show %s --include-errors`", plan.Name)
+		if err := printExperimentResults(context.WithoutCancel(ctx), s, st, plan.Name, false, how); err != nil && runErr == nil {
 			runErr = err
 		}
 		s.printf("experiment %s: %s (%d runs in this attempt, %d kept from before) in %s\n", plan.Name, out.Status, out.Ran, out.Skipped, st.Path())
@@ -297,11 +298,18 @@ func newExperimentListCmd(s *State) *cobra.Command {
 
 func newExperimentShowCmd(s *State) *cobra.Command {
 	var rf resultsFlag
-	var runs bool
+	var runs, includeErrors bool
 	cmd := &cobra.Command{
-		Use:   "show NAME [--runs]",
+		Use:   "show NAME [--runs] [--include-errors]",
 		Short: "Show an experiment: its plan, progress and results per configuration (--runs: and every run)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show an experiment: its status, and per configuration and x value the runs
+counted out of those planned and the median, min and max of the workload's
+metric over them. Runs are counted as in the report (docs/report.md, "Which
+runs count"): runs with status ok, and runs with status errors unless their
+figures are in doubt (an outage over the run's max_outage_pct, checks that
+could not run); those are named under the table and left out unless
+--include-errors is given. Warm-up, interrupted and failed runs never count.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := openStore(cmd, s, &rf)
 			if err != nil {
@@ -317,7 +325,7 @@ func newExperimentShowCmd(s *State) *cobra.Command {
 				ended = e.EndedAt.Local().Format("2006-01-02 15:04:05")
 			}
 			s.printf("experiment %s: %s, started %s, ended %s\n", e.Name, e.Status, e.StartedAt.Local().Format("2006-01-02 15:04:05"), ended)
-			if err := printExperimentResults(cmd.Context(), s, st, e.Name); err != nil || !runs {
+			if err := printExperimentResults(cmd.Context(), s, st, e.Name, includeErrors, "--include-errors"); err != nil || !runs {
 				return err
 			}
 			list, err := st.ListRuns(cmd.Context(), store.ListFilter{Experiment: e.Name})
@@ -331,13 +339,19 @@ func newExperimentShowCmd(s *State) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&runs, "runs", false, "also list every run in the workload's own columns")
+	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the runs with status errors for an outage or checks that could not run in the medians")
 	rf.add(cmd.Flags())
 	return cmd
 }
 
 // printExperimentResults prints one row per configuration and x value: the
 // counted runs done, and the median, min and max of the workload's metric.
-func printExperimentResults(ctx context.Context, s *State, st *store.Store, name string) error {
+// The runs counted are those the report counts: stored runs with status ok
+// or errors (experiment.Completed), less those whose figures are in doubt
+// (results.StoredDoubts) unless includeErrors. The runs in doubt are named
+// under the table, with how to count them (how: "--include-errors") when
+// they are left out.
+func printExperimentResults(ctx context.Context, s *State, st *store.Store, name string, includeErrors bool, how string) error {
 	e, err := st.GetExperiment(ctx, name)
 	if err != nil {
 		return err
@@ -355,11 +369,15 @@ func printExperimentResults(ctx context.Context, s *State, st *store.Store, name
 		return err
 	}
 	metricOf := map[int64]float64{}
+	doubtsOf := map[int64][]results.Reason{}
 	for _, r := range runs {
 		if sum := results.DecodeInfo(r, s.Registry.Extras()); sum != nil {
 			if v, ok := sum.Metric(p.Metric); ok {
 				metricOf[r.ID] = v
 			}
+		}
+		if ds := results.StoredDoubts(r.Status, r.Summary); len(ds) > 0 {
+			doubtsOf[r.ID] = ds
 		}
 	}
 	type key struct {
@@ -379,9 +397,17 @@ func printExperimentResults(ctx context.Context, s *State, st *store.Store, name
 		}
 		planned[k]++
 	}
+	var doubtful []string // the runs in doubt, described
 	for _, l := range links {
 		if l.Warmup || !experiment.Completed(l.Status) {
 			continue
+		}
+		if ds := doubtsOf[l.RunID]; len(ds) > 0 {
+			doubtful = append(doubtful, fmt.Sprintf("  run %d (%s, %s %s, repetition %d): status errors: %s",
+				l.RunID, l.Config, orDash(l.XName), p.FormatX(l.XValue), l.Repetition, doubtText(ds)))
+			if !includeErrors {
+				continue
+			}
 		}
 		if v, ok := metricOf[l.RunID]; ok {
 			k := key{l.Config, l.XValue}
@@ -416,7 +442,33 @@ func printExperimentResults(ctx context.Context, s *State, st *store.Store, name
 		t.row(k.label, p.FormatX(k.x), runsText, fmt.Sprintf("%.1f", med), fmt.Sprintf("%.1f", v[0]), fmt.Sprintf("%.1f", v[len(v)-1]))
 	}
 	t.flush()
+	if len(doubtful) > 0 {
+		runs, is, it := "1 run", "is", "it"
+		if len(doubtful) > 1 {
+			runs, is, it = fmt.Sprintf("%d runs", len(doubtful)), "are", "them"
+		}
+		runs += " with status errors for an outage or checks that could not run"
+		if includeErrors {
+			s.printf("%s %s counted in the medians (--include-errors):\n", runs, is)
+		} else {
+			s.printf("%s %s left out of the medians (%s counts %s):\n", runs, is, how, it)
+		}
+		s.printf("%s\n", strings.Join(doubtful, "\n"))
+	}
 	return nil
+}
+
+// doubtText says what puts a run's figures in doubt: its reasons' details
+// (their codes when they have none).
+func doubtText(rs []results.Reason) string {
+	ts := make([]string, len(rs))
+	for i, r := range rs {
+		ts[i] = r.Detail
+		if ts[i] == "" {
+			ts[i] = r.Code
+		}
+	}
+	return strings.Join(ts, "; ")
 }
 
 // rescued reports whether err is a failed save whose run went to a rescue

@@ -156,10 +156,19 @@ func TestTPCCServerTrouble(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close(context.Background())
+			// Any session of the run will do (idle between transactions too):
+			// the crash of one ends them all.
 			var pid int
-			if err := c.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
-				AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND state <> 'idle' LIMIT 1`).Scan(&pid); err != nil {
-				t.Fatalf("finding a worker's backend: %v", err)
+			for try := 0; ; try++ {
+				err := c.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+					AND pid <> pg_backend_pid() AND backend_type = 'client backend' LIMIT 1`).Scan(&pid)
+				if err == nil {
+					break
+				}
+				if try == 50 {
+					t.Fatalf("finding a session of the run: %v", err)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
+	"github.com/tunebench/tunebench/internal/human"
 )
 
 // SQLSTATEs of class 53, insufficient resources.
@@ -54,7 +54,7 @@ func SpaceAt(dir string) Space {
 	if fs, err := envinfo.FSInfo(dir); err == nil {
 		sp.Mount = fs.MountPoint
 	}
-	sp.Free, sp.Known = freeBytes(dir)
+	sp.Free, sp.Known = FreeBytes(dir)
 	return sp
 }
 
@@ -103,21 +103,7 @@ func (s Space) String() string {
 	if s.Mount != "" {
 		where = "the filesystem on " + s.Mount + " (holding " + s.Dir + ")"
 	}
-	return where + " has " + Bytes(s.Free) + " free"
-}
-
-// Bytes formats a byte count in binary units: 512 B, 7.0 KiB, 1.5 GiB.
-func Bytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
+	return where + " has " + human.Bytes(s.Free) + " free"
 }
 
 // Dominant is the SQLSTATE most errors had ("" when there are none); of

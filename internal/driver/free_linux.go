@@ -2,8 +2,10 @@ package driver
 
 import "golang.org/x/sys/unix"
 
-// freeBytes is the space left to unprivileged writers on dir's filesystem.
-func freeBytes(dir string) (int64, bool) {
+// FreeBytes is the space left to unprivileged writers on dir's filesystem
+// (false when it cannot be read). SpaceAt adds the mount point; the results
+// store asks it alone.
+func FreeBytes(dir string) (int64, bool) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, false

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/tunebench/tunebench/internal/driver"
@@ -31,7 +30,7 @@ func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, af
 		add(results.ReasonInterrupted, "interrupted before its end: the figures cover part of the run")
 	}
 	if m := sum.Measured; m != nil {
-		if secs := outageSeconds(m.Outages, m.DurationS); m.DurationS > 0 && 100*secs/m.DurationS > x.MaxOutagePct {
+		if secs := results.OutageSeconds(m.Outages, m.DurationS); m.DurationS > 0 && 100*secs/m.DurationS > x.MaxOutagePct {
 			add(results.ReasonOutage, "the server was unreachable for %.1f s of the %.1f s measured (%.0f%%, over the %g%% that --max-outage-pct accepts): see the outage lines",
 				secs, m.DurationS, 100*secs/m.DurationS, x.MaxOutagePct)
 		}
@@ -96,26 +95,4 @@ func failureText(f workload.Failure) string {
 		return f.What + " failed: " + f.Detail
 	}
 	return f.What + " failed"
-}
-
-// outageSeconds is the time outages covered in the measured window [0, d]:
-// the union of their spans, clipped to the window.
-func outageSeconds(os []results.Outage, d float64) float64 {
-	spans := make([][2]float64, 0, len(os))
-	for _, o := range os {
-		s, e := max(o.StartS, 0), min(o.EndS, d)
-		if e > s {
-			spans = append(spans, [2]float64{s, e})
-		}
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
-	var total, end float64
-	for _, sp := range spans {
-		s := max(sp[0], end)
-		if sp[1] > s {
-			total += sp[1] - s
-			end = sp[1]
-		}
-	}
-	return total
 }

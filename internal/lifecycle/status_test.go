@@ -13,14 +13,6 @@ import (
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
-// The outages' time in the window is their union, clipped to the window.
-func TestOutageSeconds(t *testing.T) {
-	os := []results.Outage{{StartS: -2, EndS: 1}, {StartS: 3, EndS: 5}, {StartS: 4, EndS: 6}, {StartS: 7, EndS: 7}, {StartS: 9, EndS: 30}}
-	if got := outageSeconds(os, 10); got != 1+3+1 {
-		t.Errorf("outage seconds %v, want 5", got)
-	}
-}
-
 // The status says why it is not ok: an outage over max_outage_pct or a
 // check that could not run makes a run with few errors end with status
 // errors and exit 4; an outage under the threshold and errors within

@@ -35,8 +35,8 @@ type CompareOptions struct {
 	// DefaultSeed).
 	Resamples int
 	Seed      uint64
-	// IncludeErrors counts the repetitions with status errors, like
-	// Options.IncludeErrors.
+	// IncludeErrors counts the repetitions whose figures are in doubt,
+	// like Options.IncludeErrors.
 	IncludeErrors bool
 }
 

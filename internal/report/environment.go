@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
+	"github.com/tunebench/tunebench/internal/human"
 	"github.com/tunebench/tunebench/internal/redact"
 	"github.com/tunebench/tunebench/internal/results"
 )
@@ -222,4 +223,4 @@ func joinNonEmpty(sep string, parts ...string) string { return results.JoinNonEm
 func paren(s string) string { return results.Paren(s) }
 
 // humanBytes formats a byte count in binary units.
-func humanBytes(n int64) string { return results.HumanBytes(n) }
+func humanBytes(n int64) string { return human.Bytes(n) }

@@ -50,8 +50,8 @@ type runData struct {
 	Why     string // why it does not count (warm-up, interrupted, ...)
 
 	// Reasons say why the run's status is not ok, as its summary gives
-	// them (statusReasons); empty when it gives none.
-	Reasons []statusReason
+	// them (results.ReasonsOf); empty when it gives none.
+	Reasons []results.Reason
 
 	Ops []opLatency // latency per transaction type
 }
@@ -293,56 +293,8 @@ func newRunData(r *store.Run, v *views) *runData {
 	rd.R = results.Open(r, v.extras())
 	rd.Raw, rd.Env = rd.R.Raw, rd.R.Env
 	decodeLenient(r.Summary, &rd.Sum)
-	rd.Reasons = statusReasons(rd.Raw)
+	rd.Reasons = results.ReasonsOf(rd.Raw)
 	return rd
-}
-
-// statusReason is one reason for a run's status, as its summary gives it
-// (results.Reason: a code for programs, a detail for people).
-type statusReason struct {
-	Code, Detail string
-}
-
-// text is how the report shows a reason.
-func (r statusReason) text() string {
-	if r.Detail != "" {
-		return r.Detail
-	}
-	return r.Code
-}
-
-// statusReasons reads why a run's status is not ok from its summary's
-// status_reasons, leniently: each reason is an object with a code and a
-// detail (results.Reason), or a plain string; a summary stored before the
-// reasons were recorded has none.
-func statusReasons(raw map[string]any) []statusReason {
-	var out []statusReason
-	var add func(v any)
-	add = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if x = strings.TrimSpace(x); x != "" {
-				out = append(out, statusReason{Detail: x})
-			}
-		case []any:
-			for _, e := range x {
-				add(e)
-			}
-		case map[string]any:
-			r := statusReason{}
-			r.Code, _ = x["code"].(string)
-			for _, k := range []string{"detail", "message", "text"} {
-				if d, ok := x[k].(string); ok && r.Detail == "" {
-					r.Detail = strings.TrimSpace(d)
-				}
-			}
-			if r.Code != "" || r.Detail != "" {
-				out = append(out, r)
-			}
-		}
-	}
-	add(raw["status_reasons"])
-	return out
 }
 
 // compactSeries reduces every series of r longer than max points with
@@ -433,10 +385,10 @@ func (rd *runData) classify(planMetric string, includeErrors bool) {
 	}
 
 	// Does it count? The rule (docs/report.md, "Which runs count"): runs
-	// with status ok; runs with status errors unless a reason puts their
-	// figures in doubt (an outage, checks that could not run:
-	// results.DoubtCodes), and those too with includeErrors; never
-	// interrupted or failed runs, or any other status.
+	// with status ok; runs with status errors unless their figures are in
+	// doubt (results.InDoubt: an outage, checks that could not run), and
+	// those too with includeErrors; never interrupted or failed runs, or any
+	// other status.
 	rd.Counted, rd.Why = true, ""
 	switch {
 	case rd.Link != nil && rd.Link.Warmup:

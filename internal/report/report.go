@@ -42,9 +42,12 @@ type Options struct {
 	Seed      uint64
 	// MaxSeriesRuns caps the runs whose time series are drawn (default 30).
 	MaxSeriesRuns int
-	// IncludeErrors counts the runs with status errors in the medians,
-	// bands and comparisons; by default only runs with status ok count.
-	// Interrupted and failed runs never count.
+	// IncludeErrors also counts the runs whose figures are in doubt
+	// (results.InDoubt: status errors for an outage or checks that could
+	// not run) in the medians, bands and comparisons. By default runs with
+	// status ok count, and runs with status errors for transactions that
+	// ended in errors (within or over max_errors_pct) count too; only the
+	// runs in doubt are left out. Interrupted and failed runs never count.
 	IncludeErrors bool
 	// Version is tunebench's version, shown in the footer.
 	Version string

@@ -2,8 +2,6 @@ package report
 
 import (
 	"fmt"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -23,30 +21,25 @@ import (
 // statusBad reports whether a run's status is not ok.
 func (rd *runData) statusBad() bool { return rd.Run.Status != store.StatusOK }
 
-// inDoubt reports whether a run has status errors for a reason that puts
-// its figures in doubt.
-func (rd *runData) inDoubt() bool {
-	return rd.Run.Status == store.StatusErrors && len(rd.doubts()) > 0
-}
-
-// doubts are the run's reasons whose code is one of results.DoubtCodes.
-func (rd *runData) doubts() []statusReason {
-	var out []statusReason
-	for _, r := range rd.Reasons {
-		if slices.Contains(results.DoubtCodes, r.Code) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+// inDoubt reports whether a run's figures are in doubt (results.InDoubt:
+// status errors for an outage or checks that could not run).
+func (rd *runData) inDoubt() bool { return results.InDoubt(rd.Run.Status, rd.Reasons) }
 
 // doubtText says what puts a run's figures in doubt.
-func (rd *runData) doubtText() string { return reasonsText(rd.doubts()) }
+func (rd *runData) doubtText() string { return reasonsText(results.Doubts(rd.Reasons)) }
 
-func reasonsText(rs []statusReason) string {
+// reasonText is how the report shows a reason: its detail, else its code.
+func reasonText(r results.Reason) string {
+	if r.Detail != "" {
+		return r.Detail
+	}
+	return r.Code
+}
+
+func reasonsText(rs []results.Reason) string {
 	ts := make([]string, len(rs))
 	for i, r := range rs {
-		ts[i] = r.text()
+		ts[i] = reasonText(r)
 	}
 	return strings.Join(ts, "; ")
 }
@@ -102,19 +95,13 @@ func outageLines(rd *runData, maxLines int) []string {
 	return out
 }
 
-// outageTotal is the outages' total time, with its share of the measured
-// window when the summary gives the window: "outage 14.0 s (11.7% of the
-// window)".
+// outageTotal is the outages' total time (results.OutageSeconds: their
+// union in the measured window, as the run's status reason counts it), with
+// its share of the window when the summary gives the window: "outage 14.0 s
+// (11.7% of the window)".
 func outageTotal(rd *runData) string {
 	w := rd.Sum.DurationS
-	total := 0.0
-	for _, o := range rd.Sum.Outages {
-		lo, hi := o.StartS, o.EndS
-		if w > 0 { // the part in the measured window
-			lo, hi = math.Max(lo, 0), math.Min(hi, w)
-		}
-		total += math.Max(0, hi-lo)
-	}
+	total := results.OutageSeconds(rd.Sum.Outages, w)
 	s := "outage " + fmtSec(total) + " s"
 	if len(rd.Sum.Outages) > 1 {
 		s = fmt.Sprintf("%d outages, %s s", len(rd.Sum.Outages), fmtSec(total))

@@ -239,3 +239,13 @@ func TestSingleXBarsMarkFlaggedRuns(t *testing.T) {
 		t.Errorf("single x with a run counted: %v", err)
 	}
 }
+
+// The outage total the report shows is the one the status reason counts
+// (results.OutageSeconds): overlapping windows once, clipped to the window.
+func TestOutageTotalMergesOverlaps(t *testing.T) {
+	rd := &runData{Sum: summaryFields{DurationS: 20, Outages: []results.Outage{
+		{StartS: -1, EndS: 2}, {StartS: 5, EndS: 9}, {StartS: 7, EndS: 11}, {StartS: 18, EndS: 25}}}}
+	if got, want := outageTotal(rd), "4 outages, 10.0 s (50.0% of the window)"; got != want {
+		t.Errorf("outageTotal %q, want %q", got, want)
+	}
+}

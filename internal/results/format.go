@@ -46,20 +46,6 @@ func FmtMs(v float64) string {
 	return strconv.FormatFloat(v, 'f', 3, 64)
 }
 
-// HumanBytes formats a byte count in binary units.
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
-}
-
 // JoinNonEmpty joins the parts that are not empty.
 func JoinNonEmpty(sep string, parts ...string) string {
 	var out []string

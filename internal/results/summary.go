@@ -74,18 +74,15 @@ const (
 // DoubtCodes are the reason codes that put a run's figures in doubt.
 var DoubtCodes = []string{ReasonOutage, ReasonNotChecked}
 
-// Doubts are the reasons of s that put its figures in doubt (DoubtCodes).
-func (s *Summary) Doubts() []Reason {
-	var out []Reason
-	for _, r := range s.StatusReasons {
-		for _, c := range DoubtCodes {
-			if r.Code == c {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
-}
+// Doubts are the reasons of s that put its figures in doubt (DoubtCodes),
+// whatever its status; InDoubt is the rule that uses them.
+func (s *Summary) Doubts() []Reason { return Doubts(s.StatusReasons) }
+
+// InDoubt reports whether s's figures are in doubt: status errors with a
+// reason in DoubtCodes (InDoubt). Such runs are stored and complete an
+// experiment's plan, but the report and `experiment show` leave them out of
+// their medians unless --include-errors.
+func (s *Summary) InDoubt() bool { return InDoubt(s.Status, s.StatusReasons) }
 
 // Extra is a workload's part of the summary: a pointer to a struct whose
 // JSON fields are added to the summary's object.

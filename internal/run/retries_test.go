@@ -44,7 +44,10 @@ func retriesCounted(t *testing.T, m runMode) {
 	if got := res.SQLStates; !maps.Equal(got, map[string]int64{"40001": 2 * 25}) {
 		t.Errorf("errors by SQLSTATE %v: want only the 50 final failures", got)
 	}
-	if n := res.Totals[stp.ClassRetriedOK]; n != 2*50 {
-		t.Errorf("retried_ok %d, want 100", n)
+	// The outcome totals come from the snapshot at the window's end: a step
+	// that ends at that very instant (one per worker at most) may land
+	// after it, while the counters above count by the phase a step began in.
+	if n := res.Totals[stp.ClassRetriedOK]; n < 2*50-2*2 || n > 2*50 {
+		t.Errorf("retried_ok %d, want 96..100", n)
 	}
 }

@@ -294,14 +294,11 @@ func Open(dir string) (*Server, error) {
 // Start starts the server of an opened dir again, with its recorded port and
 // base configuration. Starting a running server is an error.
 func (s *Server) Start(ctx context.Context) error {
-	unlock, err := s.lock(ctx)
+	unlock, err := s.lockFresh(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := s.refresh(); err != nil {
-		return err
-	}
 	if err := s.handlePidFile(); err != nil {
 		return err
 	}
@@ -442,14 +439,11 @@ func (s *Server) Stop(ctx context.Context, mode string) error {
 	if err := checkMode(mode); err != nil {
 		return err
 	}
-	unlock, err := s.lock(ctx)
+	unlock, err := s.lockFresh(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := s.refresh(); err != nil {
-		return err
-	}
 	return s.stopLocked(ctx, mode)
 }
 
@@ -458,14 +452,11 @@ func (s *Server) Restart(ctx context.Context, mode string) error {
 	if err := checkMode(mode); err != nil {
 		return err
 	}
-	unlock, err := s.lock(ctx)
+	unlock, err := s.lockFresh(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := s.refresh(); err != nil {
-		return err
-	}
 	return s.restartLocked(ctx, mode)
 }
 
@@ -478,14 +469,11 @@ func (s *Server) Restart(ctx context.Context, mode string) error {
 // unix_socket_directories) are refused, and so is a setting another live
 // process holds.
 func (s *Server) Apply(ctx context.Context, settings []Setting) ([]Applied, error) {
-	unlock, err := s.lock(ctx)
+	unlock, err := s.lockFresh(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := s.refresh(); err != nil {
-		return nil, err
-	}
 	return s.applyLocked(ctx, settings, self())
 }
 
@@ -503,14 +491,11 @@ func (s *Server) Check(ctx context.Context, settings []Setting) error {
 // Release restores the settings this process applied (those of applied;
 // all of them when applied is nil) and removes them from the journal.
 func (s *Server) Release(ctx context.Context, applied []Applied) error {
-	unlock, err := s.lock(ctx)
+	unlock, err := s.lockFresh(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := s.refresh(); err != nil {
-		return err
-	}
 	me := self()
 	var mine []Applied
 	for _, a := range s.applied() {
@@ -542,14 +527,11 @@ func (s *Server) RestoreLeftovers(ctx context.Context) ([]Applied, error) {
 	if len(leftovers(s.applied())) == 0 {
 		return nil, nil // a cheap look first: this runs before every run
 	}
-	unlock, err := s.lock(ctx)
+	unlock, err := s.lockFresh(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := s.refresh(); err != nil {
-		return nil, err
-	}
 	left := leftovers(s.applied())
 	if len(left) == 0 {
 		return nil, nil
@@ -588,14 +570,11 @@ func (s *Server) restoreLocked(ctx context.Context, entries []Applied) error {
 
 // Restore restores every setting recorded as applied.
 func (s *Server) Restore(ctx context.Context) error {
-	unlock, err := s.lock(ctx)
+	unlock, err := s.lockFresh(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := s.refresh(); err != nil {
-		return err
-	}
 	applied := s.applied()
 	if len(applied) == 0 {
 		return nil
@@ -821,6 +800,20 @@ func (s *Server) lock(ctx context.Context) (func(), error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// lockFresh takes the dir lock (lock) and re-reads server.json under it
+// (refresh): what every change of a server's state starts with.
+func (s *Server) lockFresh(ctx context.Context) (func(), error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.refresh(); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
 }
 
 // running reports whether a live postmaster owns the data dir.

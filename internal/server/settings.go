@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/human"
 	"github.com/tunebench/tunebench/internal/redact"
 )
 
@@ -895,24 +896,12 @@ func checkMemory(all map[string]settingInfo, settings []Setting, mem int64) erro
 			parts = append(parts, s.Name+"="+s.Value)
 		}
 	}
+	// total is a sum of the values given: capped to print one that
+	// overflows int64.
 	return errs.Usage(fmt.Sprintf("use a smaller value: the machine has %s of memory, and shared_buffers is usually a quarter of it (%s)",
-		fmtBytes(float64(mem)), fmtBytes(float64(mem)/4)),
+		human.Bytes(mem), human.Bytes(mem/4)),
 		"%s needs %s of shared memory (shared_buffers, wal_buffers and min_dynamic_shared_memory together), more than this machine's %s of memory",
-		strings.Join(parts, ", "), fmtBytes(total), fmtBytes(float64(mem)))
-}
-
-// fmtBytes prints a size in binary units (1.5 GiB).
-func fmtBytes(b float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for b >= 1024 && i < len(units)-1 {
-		b /= 1024
-		i++
-	}
-	if i == 0 {
-		return fmt.Sprintf("%.0f B", b)
-	}
-	return fmt.Sprintf("%.1f %s", b, units[i])
+		strings.Join(parts, ", "), human.Bytes(int64(min(total, 1<<62))), human.Bytes(mem))
 }
 
 // MachineMemory is the memory a server on this machine can use, in bytes:

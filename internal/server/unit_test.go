@@ -435,3 +435,25 @@ func TestScrub(t *testing.T) {
 		t.Errorf("ordinary value masked: %s", got)
 	}
 }
+
+// TestCheckMemoryWording: the sizes of a refused shared memory are printed
+// in binary units (human.Bytes).
+func TestCheckMemoryWording(t *testing.T) {
+	all := map[string]settingInfo{
+		"shared_buffers": {Name: "shared_buffers", Setting: "16384", Unit: "8kB"},
+		"wal_buffers":    {Name: "wal_buffers", Setting: "512", Unit: "8kB"},
+	}
+	err := checkMemory(all, []Setting{{Name: "shared_buffers", Value: "6GB"}}, 4<<30)
+	if err == nil {
+		t.Fatal("6GB of shared_buffers on 4 GiB accepted")
+	}
+	if want := "shared_buffers=6GB needs 6.0 GiB of shared memory"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "this machine's 4.0 GiB of memory") {
+		t.Errorf("error %q: want %q and the machine's 4.0 GiB", err, want)
+	}
+	if want := "use a smaller value: the machine has 4.0 GiB of memory, and shared_buffers is usually a quarter of it (1.0 GiB)"; errs.HintOf(err) != want {
+		t.Errorf("hint %q, want %q", errs.HintOf(err), want)
+	}
+	if err := checkMemory(all, []Setting{{Name: "shared_buffers", Value: "1GB"}}, 4<<30); err != nil {
+		t.Errorf("1GB on 4 GiB refused: %v", err)
+	}
+}

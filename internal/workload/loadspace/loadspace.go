@@ -24,6 +24,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/human"
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
 )
 
@@ -85,12 +86,12 @@ func (n Need) Total() int64 { return n.Tables + n.WAL }
 func (n Need) String() string {
 	wal := "as much as the data"
 	if n.MaxWAL > 0 {
-		wal += ", at most max_wal_size " + driver.Bytes(n.MaxWAL)
+		wal += ", at most max_wal_size " + human.Bytes(n.MaxWAL)
 	}
 	if n.Reuse > 0 {
-		wal += ", less the " + driver.Bytes(n.Reuse) + " of recycled segments pg_wal holds"
+		wal += ", less the " + human.Bytes(n.Reuse) + " of recycled segments pg_wal holds"
 	}
-	return fmt.Sprintf("%s: %s of tables and indexes and %s of WAL (%s)", driver.Bytes(n.Total()), driver.Bytes(n.Tables), driver.Bytes(n.WAL), wal)
+	return fmt.Sprintf("%s: %s of tables and indexes and %s of WAL (%s)", human.Bytes(n.Total()), human.Bytes(n.Tables), human.Bytes(n.WAL), wal)
 }
 
 // Check runs once an existing load the new one replaces is dropped, before
@@ -261,7 +262,7 @@ func fullError(err error, sp driver.Space, what, next string) error {
 	msg := "disk full"
 	where := sp.Where()
 	if sp.Known {
-		msg += fmt.Sprintf(" on %s (%s free)", where, driver.Bytes(sp.Free))
+		msg += fmt.Sprintf(" on %s (%s free)", where, human.Bytes(sp.Free))
 	} else {
 		msg += " (" + sp.String() + ")"
 		where = "the filesystem of the server's data directory"

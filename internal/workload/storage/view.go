@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tunebench/tunebench/internal/human"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/storage/fio"
 )
@@ -195,10 +196,10 @@ func (Workload) Section(runs []*results.Run) (*results.Section, error) {
 		add("I/O engine", results.JoinNonEmpty(" ", s.IOEngine, results.Paren(s.IOEngineNote)))
 		add("Direct I/O", strconv.FormatBool(s.Direct))
 		if s.BlockBytes > 0 {
-			add("Block size", results.HumanBytes(s.BlockBytes))
+			add("Block size", human.Bytes(s.BlockBytes))
 		}
 		if s.SizeBytes > 0 {
-			add("Size", results.HumanBytes(s.SizeBytes))
+			add("Size", human.Bytes(s.SizeBytes))
 		}
 		if s.Jobs > 0 {
 			add("Jobs, I/O depth", fmt.Sprintf("%d, %d", s.Jobs, s.IODepth))

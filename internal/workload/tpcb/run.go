@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
@@ -182,24 +183,28 @@ func (r *tpcbRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		return v, nil
 	}
 	// The admin connection may have died during the run (a server restart)
-	// without pgx having noticed yet: reconnect if it does not answer.
-	var err error
-	if r.admin == nil || r.admin.IsClosed() || r.admin.Ping(ctx) != nil {
-		if r.admin != nil {
-			r.admin.Close(ctx)
-		}
-		r.admin, err = r.t.Connect(ctx)
-	}
-	if err == nil && record {
-		err = RecordRun(ctx, r.admin, &RunRecord{HistoryBefore: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll})
-	}
-	if err == nil && check {
-		var rep CheckReport
-		if rep, err = Check(ctx, r.admin); err == nil {
-			v.Check = rep
-			if !rep.Passed {
-				v.Failures = append(v.Failures, workload.Failure{What: "consistency check", Hint: "see the check lines above"})
+	// without pgx having noticed yet, and a server in crash recovery refuses
+	// connections for a moment: on a lost connection the record and the
+	// check are tried again on a new one, within the same bounds as tpcc's
+	// read after the run.
+	var rep CheckReport
+	err := driver.RetryLost(ctx, &r.admin, r.t.Connect, time.Now(), driver.AfterRunBudget, func(conn *pgx.Conn) error {
+		if record {
+			if err := RecordRun(ctx, conn, &RunRecord{HistoryBefore: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll}); err != nil {
+				return err
 			}
+		}
+		if check {
+			var err error
+			rep, err = Check(ctx, conn)
+			return err
+		}
+		return nil
+	})
+	if err == nil && check {
+		v.Check = rep
+		if !rep.Passed {
+			v.Failures = append(v.Failures, workload.Failure{What: "consistency check", Hint: "see the check lines above"})
 		}
 	}
 	return v, err

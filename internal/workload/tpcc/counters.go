@@ -2,14 +2,12 @@ package tpcc
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
 )
 
@@ -53,72 +51,34 @@ func readCounters(ctx context.Context, conn *pgx.Conn) dbCounters {
 }
 
 // Reconnection when a counters' connection was lost (the server restarted
-// during the run): tries spaced by a pause that doubles from retryPause,
-// while the time since the first try is under the budget.
+// during the run): driver.RetryLost, within a budget from the edge.
 const (
 	// edgeBudget bounds the retries of a read at a window edge: a read
 	// that starts later than this after its edge would not measure the
 	// window, and the figures it serves are unknown instead.
 	edgeBudget = 2 * time.Second
 	// afterBudget bounds the retries of the read after the run (the NOPM
-	// cross-check and the consistency checks need it): a server in crash
-	// recovery refuses connections for a moment.
-	afterBudget = 3 * time.Second
-	retryPause  = 100 * time.Millisecond
+	// cross-check and the consistency checks need it).
+	afterBudget = driver.AfterRunBudget
 )
 
 // connect opens a connection (a function of the target).
 type connect func(context.Context) (*pgx.Conn, error)
 
-// readRetry reads the counters on *conn, replacing a connection that fails
-// with a new one from dial, and trying again until the budget from `from`
-// has passed. *conn is the connection to keep (nil when none could be
-// opened); the counters' err is the last failure.
+// readRetry reads the counters on *conn, replacing a connection that is
+// lost with a new one from dial until the budget from `from` has passed.
+// *conn is the connection to keep (nil when none could be opened); the
+// counters' err is the last failure.
 func readRetry(ctx context.Context, conn **pgx.Conn, dial connect, from time.Time, budget time.Duration) dbCounters {
-	pause := retryPause
 	var c dbCounters
-	for {
-		if *conn != nil && !(*conn).IsClosed() {
-			if c = readCounters(ctx, *conn); c.err == nil || !connectionLost(c.err) {
-				return c
-			}
-		}
-		if *conn != nil {
-			(*conn).Close(context.WithoutCancel(ctx))
-			*conn = nil
-		}
-		if time.Since(from)+pause > budget || ctx.Err() != nil {
-			if c.err == nil {
-				c.err = fmt.Errorf("no connection to the database within %v", budget)
-			}
-			return c
-		}
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-		}
-		pause *= 2
-		dctx, cancel := context.WithTimeout(ctx, max(budget-time.Since(from), 500*time.Millisecond))
-		nc, err := dial(dctx)
-		cancel()
-		if err != nil {
-			c = dbCounters{at: time.Now(), err: err}
-			continue
-		}
-		*conn = nc
+	err := driver.RetryLost(ctx, conn, dial, from, budget, func(cn *pgx.Conn) error {
+		c = readCounters(ctx, cn)
+		return c.err
+	})
+	if err != c.err {
+		c = dbCounters{at: time.Now(), err: err}
 	}
-}
-
-// connectionLost reports whether err may have come from a lost connection
-// (not an error of the statement): the read is worth trying again on a new
-// one.
-func connectionLost(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		c := pe.Code[:min(2, len(pe.Code))]
-		return c == "08" || c == "57"
-	}
-	return true
+	return c
 }
 
 // windowReader reads dbCounters at the measurement start and end on its
