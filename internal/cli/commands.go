@@ -51,7 +51,11 @@ func workloadCommands(s *State) []*cobra.Command {
 	var out []*cobra.Command
 	for _, w := range s.Registry.All() {
 		if r, ok := w.(workload.Runner); ok && w.Meta().Command != "" {
-			out = append(out, runCommand(s, r, w.Meta().Command))
+			cmd := runCommand(s, r, w.Meta().Command)
+			if w.Meta().Layouts {
+				cmd.AddCommand(newLayoutCmd(s))
+			}
+			out = append(out, cmd)
 		}
 	}
 	return out

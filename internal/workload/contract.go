@@ -20,6 +20,10 @@ type Meta struct {
 	// Command, when set, also makes `tunebench <Command>` run the workload
 	// (`tunebench storage` is `tunebench run storage`).
 	Command string
+	// Layouts says the workload works in a directory a storage layout can
+	// hold (package storage/layout): its top-level command gets `layout
+	// check` (`tunebench storage layout check FILE`).
+	Layouts bool
 	// Ops lists the operations (transaction types) in display order.
 	Ops []string
 	// Dialects lists the database dialects the workload speaks (see

@@ -24,7 +24,7 @@ func New() workload.Workload { return Workload{} }
 // Meta describes the workload; `tunebench fsblog` runs it.
 func (Workload) Meta() workload.Meta {
 	return workload.Meta{Name: "fsblog", Description: "blogbench-like filesystem workload (writers, rewriters, commenters, readers on a tree of blogs)",
-		Version: "1", Command: "fsblog", Ops: Ops()}
+		Version: "1", Command: "fsblog", Layouts: true, Ops: Ops()}
 }
 
 // Options declares the workload's options (all of the run).

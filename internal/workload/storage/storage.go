@@ -35,6 +35,7 @@ func (Workload) Meta() workload.Meta {
 		Description: "fio storage baseline: sequential/random read and write, 50/50 mix (runs fio, reads its JSON)",
 		Version:     "1",
 		Command:     "storage",
+		Layouts:     true,
 		Ops:         fio.TestNames(),
 	}
 }

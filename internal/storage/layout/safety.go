@@ -1,0 +1,118 @@
+package layout
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/tunebench/tunebench/internal/errs"
+)
+
+// SafeDevice refuses a device tunebench must not erase: anything that is
+// not a block device, the device holding the root filesystem (or its
+// disk), a mounted device or one with a mounted partition, a swap device,
+// and a device another device is built on (md, dm, LVM: holders).
+func SafeDevice(dev string) error {
+	fi, err := os.Stat(dev)
+	if err != nil {
+		return errs.Wrap(errs.KindUsage, err, "check the device path (lsblk lists the block devices)", "device %s", dev)
+	}
+	if fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+		return errs.Usage("name a block device such as /dev/sdb, or use loop: SIZE for a loop file", "%s is not a block device", dev)
+	}
+	sys, err := sysDir(dev)
+	if err != nil {
+		return err
+	}
+	disk := sys
+	if _, err := os.Stat(filepath.Join(sys, "partition")); err == nil {
+		disk = filepath.Dir(sys)
+	}
+	if root, ok := rootDisk(); ok && (root == filepath.Base(disk) || root == filepath.Base(sys)) {
+		return errs.Usage("name a spare device", "%s holds the root filesystem (or is its disk)", dev)
+	}
+	// The devices in use: mounted filesystems and swap.
+	used, err := usedDevices()
+	if err != nil {
+		return err
+	}
+	if why, ok := used[filepath.Base(sys)]; ok {
+		return errs.Usage("unmount it first, or name another device", "%s is in use: %s", dev, why)
+	}
+	if entries, err := os.ReadDir(disk); err == nil {
+		for _, e := range entries {
+			if _, err := os.Stat(filepath.Join(disk, e.Name(), "partition")); err != nil {
+				continue
+			}
+			if why, ok := used[e.Name()]; ok && (disk == sys || e.Name() == filepath.Base(sys)) {
+				return errs.Usage("unmount its partitions first, or name another device", "%s has a partition in use: /dev/%s %s", dev, e.Name(), why)
+			}
+		}
+	}
+	if h, _ := os.ReadDir(filepath.Join(sys, "holders")); len(h) > 0 {
+		return errs.Usage("stop what is built on it first (mdadm --stop, vgchange -an), or name another device",
+			"%s is part of /dev/%s (md RAID, device-mapper or LVM)", dev, h[0].Name())
+	}
+	return nil
+}
+
+// usedDevices maps kernel device names (sda1, loop3, dm-0) to why they
+// are in use: mounted where, or swap.
+func usedDevices() (map[string]string, error) {
+	used := map[string]string{}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, errs.Wrap(errs.KindEnvironment, err, "", "reading the mount table")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		if name := devName(fields[2]); name != "" {
+			used[name] = "mounted at " + fields[4]
+		}
+	}
+	if b, err := os.ReadFile("/proc/swaps"); err == nil {
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 0 {
+				if p, err := filepath.EvalSymlinks(f[0]); err == nil {
+					used[filepath.Base(p)] = "used as swap"
+				}
+			}
+		}
+	}
+	return used, nil
+}
+
+// devName is the kernel name of a "major:minor" block device ("" when
+// it is not one, e.g. a tmpfs's 0:52).
+func devName(mm string) string {
+	p, err := filepath.EvalSymlinks("/sys/dev/block/" + mm)
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(p)
+}
+
+// rootDisk is the kernel name of the disk holding "/" (a partition's
+// parent disk).
+func rootDisk() (string, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/", &st); err != nil {
+		return "", false
+	}
+	p, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", major(st.Dev), minor(st.Dev)))
+	if err != nil {
+		return "", false
+	}
+	if _, err := os.Stat(filepath.Join(p, "partition")); err == nil {
+		p = filepath.Dir(p)
+	}
+	return filepath.Base(p), true
+}
