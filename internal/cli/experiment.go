@@ -29,10 +29,10 @@ func newExperimentCmd(s *State) *cobra.Command {
 
 func newExperimentRunCmd(s *State) *cobra.Command {
 	var rf resultsFlag
-	var dryRun, resume bool
+	var dryRun, resume, allowDestroy bool
 	var progress time.Duration
 	cmd := &cobra.Command{
-		Use:   "run FILE [--results DB] [--dry-run] [--resume]",
+		Use:   "run FILE [--results DB] [--dry-run] [--resume] [--allow-destroy]",
 		Short: "Run an experiment: a matrix of settings, clients and options, repeated, stored",
 		Long: `Reads an experiment file (YAML; docs/experiments.md describes every key), expands
 its matrix into runs and runs them: on a managed PostgreSQL it starts itself (one
@@ -50,13 +50,14 @@ Ctrl-C stops after saving the current run as interrupted; --resume continues the
 experiment of the same name, skipping the runs that completed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runExperiment(cmd, s, &rf, args[0], dryRun, resume, progress)
+			return runExperiment(cmd, s, &rf, args[0], dryRun, resume, allowDestroy, progress)
 		},
 	}
 	rf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the expanded plan and a time estimate; run nothing")
 	cmd.Flags().BoolVar(&resume, "resume", false, "continue the experiment of the same name in the store, skipping completed runs")
 	cmd.Flags().DurationVar(&progress, "progress", 5*time.Second, "progress line interval within each run (0 = none)")
+	cmd.Flags().BoolVar(&allowDestroy, "allow-destroy", false, "let storage layouts make filesystems on the real devices they name, erasing them")
 	return cmd
 }
 
@@ -77,7 +78,7 @@ func readExperiment(path string, cat experiment.Catalog) (*experiment.Spec, erro
 	return spec, nil
 }
 
-func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, dryRun, resume bool, progress time.Duration) error {
+func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, dryRun, resume, allowDestroy bool, progress time.Duration) error {
 	ctx := cmd.Context()
 	spec, err := readExperiment(path, experiment.CatalogOf(s.Registry))
 	if err != nil {
@@ -159,7 +160,7 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 	obs := s.runObserver(w)
 	lab := &experiment.Lab{Registry: s.Registry, Drivers: s.drivers(), Spec: spec, Plan: plan, Store: st, Version: Version,
 		Progress: progress, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Redactor: s.Redactor, Log: s.Stderr,
-		Observe: obs.observe, LoadProgress: newLoadBar(s).update, LoadNote: func(string, ...any) {}}
+		Observe: obs.observe, LoadProgress: newLoadBar(s).update, LoadNote: func(string, ...any) {}, AllowDestroy: allowDestroy}
 	r := &experiment.Runner{Store: st, Env: lab, Observe: func(ev experiment.Event) { observeExperiment(s, plan, ev) }}
 	if !spec.SeedSet && !resume {
 		s.eprintf("random order with seed %d (add `seed: %d` to the file to repeat this order)\n", plan.Seed, plan.Seed)

@@ -3,13 +3,19 @@ package experiment
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/lifecycle"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/storage/layout"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
@@ -81,6 +87,9 @@ type Lab struct {
 	// LoadProgress receives the loads' progress; LoadNote their lines.
 	LoadProgress func(workload.LoadProgress)
 	LoadNote     func(format string, a ...any)
+	// AllowDestroy lets storage layouts make filesystems on the real
+	// devices they name (--allow-destroy).
+	AllowDestroy bool
 }
 
 // marker starts the comment of every database an experiment makes.
@@ -95,24 +104,88 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 	for _, b := range spec.Target.Settings {
 		ts.Base = append(ts.Base, target.Setting{Name: b.Name, Value: b.Value})
 	}
+	lt := &labTarget{lab: l}
 	if m := spec.Target.Managed; m != nil {
 		ts.DSN = ""
 		ts.Managed = &target.Managed{Dir: dataDir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs}
+		if name, ok := strings.CutPrefix(dataDir, LayoutPrefix); ok {
+			if err := lt.makeLayout(ctx, name, ts.Managed); err != nil {
+				return nil, err
+			}
+		}
 	}
 	t, err := target.Open(ctx, l.Drivers, ts)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, lt.teardown(context.WithoutCancel(ctx)))
 	}
+	lt.t = t
 	w, ok := l.Registry.Get(l.Plan.Workload)
 	if !ok {
-		t.Close(context.WithoutCancel(ctx))
+		lt.Close(context.WithoutCancel(ctx))
 		return nil, errs.New(errs.KindUsage, "", "workload %s is not in this build", l.Plan.Workload)
 	}
 	if d := w.Meta().Dialects; len(d) > 0 && !target.Speaks(d, t) {
-		t.Close(context.WithoutCancel(ctx))
+		lt.Close(context.WithoutCancel(ctx))
 		return nil, errs.Usage("run it on a target of one of those databases", "workload %s speaks %v, the target is %s", w.Meta().Name, d, t.Dialect())
 	}
-	return &labTarget{lab: l, t: t, w: w}, nil
+	lt.w = w
+	return lt, nil
+}
+
+// makeLayout makes storage layout name (what a killed run left of it is
+// cleaned up first) in target.managed.dir, or a temporary directory, and
+// points the managed server at a new directory on it (pg_wal on the WAL
+// layout's filesystem when there is one).
+func (lt *labTarget) makeLayout(ctx context.Context, name string, m *target.Managed) error {
+	l := lt.lab.Spec.Layouts[name]
+	if l == nil {
+		return errs.New(errs.KindInternal, "", "storage layout %s is not in the file", name)
+	}
+	work := lt.lab.Spec.Target.Managed.Dir
+	if work == "" {
+		d, err := os.MkdirTemp("", "tunebench-layouts-")
+		if err != nil {
+			return errs.Wrap(errs.KindEnvironment, err, "set TMPDIR to a writable directory or give target.managed.dir", "cannot make a temporary directory")
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			os.RemoveAll(d)
+			return errs.Wrap(errs.KindEnvironment, err, "", "chmod %s", d)
+		}
+		work, lt.tempDir = d, d
+	}
+	o := layout.Options{WorkDir: work, AllowDestroy: lt.lab.AllowDestroy, Log: func(format string, a ...any) {
+		if lt.lab.Log != nil {
+			fmt.Fprintf(lt.lab.Log, format+"\n", a...)
+		}
+	}}
+	if err := layout.Sweep(ctx, l, o); err != nil {
+		return err
+	}
+	mounted, err := layout.Provision(ctx, l, o)
+	if err != nil {
+		return errors.Join(err, lt.teardown(context.WithoutCancel(ctx)))
+	}
+	lt.layout = mounted
+	m.Dir = filepath.Join(mounted.Dir, "server")
+	if mounted.WAL != nil {
+		m.WALDir = filepath.Join(mounted.WAL.Dir, "pg_wal")
+	}
+	return nil
+}
+
+// teardown takes down the layout the target made and removes its
+// temporary directory.
+func (lt *labTarget) teardown(ctx context.Context) error {
+	var err error
+	if lt.layout != nil {
+		err = lt.layout.Teardown(ctx)
+		lt.layout = nil
+	}
+	if lt.tempDir != "" && err == nil {
+		os.RemoveAll(lt.tempDir)
+		lt.tempDir = ""
+	}
+	return err
 }
 
 // labTarget is one server for the orchestrator.
@@ -120,6 +193,11 @@ type labTarget struct {
 	lab *Lab
 	t   target.Target // the administration target (not the benchmark database)
 	w   workload.Workload
+	// layout is the storage layout made for this target (matrix.storage),
+	// torn down after the server stops; tempDir holds it when the file
+	// names no target.managed.dir.
+	layout  *layout.Mounted
+	tempDir string
 }
 
 // Apply applies a configuration's settings; they stay until Close.
@@ -144,8 +222,19 @@ func (lt *labTarget) Check(ctx context.Context, settings []Setting) error {
 	return lt.t.Settings().Check(ctx, list)
 }
 
-// Close restores the settings and stops a server the target started.
-func (lt *labTarget) Close(ctx context.Context) error { return lt.t.Close(ctx) }
+// Close restores the settings and stops a server the target started,
+// then takes down the storage layout it was made on.
+func (lt *labTarget) Close(ctx context.Context) error {
+	var err error
+	if lt.t != nil {
+		err = lt.t.Close(ctx)
+	}
+	if err != nil && lt.layout != nil {
+		// The server may still run on the layout: leave it mounted.
+		return errs.Wrap(errs.KindOf(err), err, "stop the server, then unmount "+lt.layout.Dir, "layout %s left in place", lt.layout.Layout.Name)
+	}
+	return errors.Join(err, lt.teardown(ctx))
+}
 
 // loadMarker identifies loaded data: the workload and its load options.
 func (lt *labTarget) loadMarker(cfg *Config) string {

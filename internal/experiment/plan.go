@@ -74,10 +74,15 @@ type Config struct {
 	Values   []KV      `json:"values"`   // matrix values except the x axis, in matrix order
 	Settings []Setting `json:"settings"` // matrix settings of this configuration
 	DataDir  string    `json:"data_dir,omitempty"`
-	Load     Options   `json:"load"`    // load options (defaults included)
-	Options  Options   `json:"options"` // run options without the x axis (defaults included)
+	Storage  string    `json:"storage,omitempty"` // the storage layout (matrix.storage)
+	Load     Options   `json:"load"`              // load options (defaults included)
+	Options  Options   `json:"options"`           // run options without the x axis (defaults included)
 	Baseline bool      `json:"baseline,omitempty"`
 }
+
+// LayoutPrefix marks a Config's DataDir that is a storage layout the Lab
+// makes (matrix.storage), followed by the layout's name.
+const LayoutPrefix = "layout:"
 
 // Run is one planned run.
 type Run struct {
@@ -144,12 +149,24 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 	// Dimensions and the cartesian product of the non-x ones.
 	var dims []Dimension
 	for _, d := range s.Matrix {
-		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir"}[d.Kind]
+		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir", DimStorage: "storage"}[d.Kind]
 		p.Dimensions = append(p.Dimensions, PlanDim{Name: d.Name, Kind: kind, Values: d.Values, XAxis: d.Name == s.XAxis && d.Kind == DimOption})
 		if d.Kind == DimOption && d.Name == s.XAxis {
 			continue
 		}
 		dims = append(dims, d)
+	}
+	var storageLine, dataDirLine int
+	for _, d := range dims {
+		switch d.Kind {
+		case DimStorage:
+			storageLine = d.Line
+		case DimDataDir:
+			dataDirLine = d.Line
+		}
+	}
+	if storageLine > 0 && dataDirLine > 0 {
+		pr.addLine(storageLine, "matrix.storage and matrix.data_dir both given: each layout gets its own server directory on its filesystem, so remove matrix.data_dir")
 	}
 	if p.TargetKind == "dsn" {
 		for _, d := range dims {
@@ -210,6 +227,10 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 				c.Settings = append(c.Settings, Setting{Name: d.Name, Value: v})
 			case DimDataDir:
 				c.DataDir = v
+			case DimStorage:
+				// One server per layout, made on it: the layout is the
+				// configuration's "data directory" (the Lab makes it).
+				c.Storage, c.DataDir = v, LayoutPrefix+v
 			case DimOption:
 				if opt, _ := w.Option(d.Name); opt.Load {
 					c.Load[d.Name] = v

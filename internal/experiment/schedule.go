@@ -259,6 +259,9 @@ func (p *Plan) DescribeStep(s Step) string {
 		if s.DataDir == "" {
 			return "start a managed server in a temporary directory"
 		}
+		if name, ok := strings.CutPrefix(s.DataDir, LayoutPrefix); ok {
+			return "make storage layout " + name + " and start a managed server on it"
+		}
 		return "start the managed server in " + s.DataDir
 	case StepLoad:
 		c := &p.Configs[s.Config]

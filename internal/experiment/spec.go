@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/storage/layout"
 )
 
 // Spec is a parsed, validated experiment file.
@@ -25,7 +27,10 @@ type Spec struct {
 	Options Options
 	// Matrix holds the dimensions in file order; the x axis is one of them
 	// when it has several values.
-	Matrix      []Dimension
+	Matrix []Dimension
+	// Layouts are the storage layouts the file declares (`layouts:`),
+	// which matrix.storage names.
+	Layouts     map[string]*layout.Layout
 	XAxis       string
 	Repetitions int
 	WarmupRuns  int
@@ -111,6 +116,7 @@ const (
 	DimSetting DimKind = iota // a server setting (matrix.settings.NAME)
 	DimOption                 // a workload option (matrix.NAME)
 	DimDataDir                // the managed server's directory (matrix.data_dir)
+	DimStorage                // a storage layout the managed server runs on (matrix.storage)
 )
 
 // Dimension is one matrix key and its values.
@@ -139,7 +145,7 @@ var managedSettings = map[string]bool{
 }
 
 var topKeys = []string{"name", "description", "target", "workload", "matrix", "x_axis", "repetitions",
-	"warmup_runs", "order", "seed", "reset", "reset_every", "cooldown", "baseline", "allow_unknown_settings"}
+	"warmup_runs", "order", "seed", "reset", "reset_every", "cooldown", "baseline", "allow_unknown_settings", "layouts"}
 
 // Parse reads an experiment file. Every problem found is reported in one
 // *SpecError whose lines read "file:line: message".
@@ -229,6 +235,15 @@ func Parse(file string, src []byte, cat Catalog) (*Spec, error) {
 			} else {
 				s.Cooldown, _ = parseDuration(v)
 			}
+		}
+	}
+
+	// Storage layouts, before the matrix names them.
+	if f, ok := top["layouts"]; ok {
+		var ps []layout.Problem
+		s.Layouts, _, ps = layout.ParseNode(resolve(f.value))
+		for _, pr := range ps {
+			p.addLine(pr.Line, "%s", pr.Msg)
 		}
 	}
 
@@ -565,7 +580,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 	}
 	var keys []string
 	if s.Workload != nil {
-		keys = append([]string{"settings", "data_dir"}, s.Workload.OptionNames()...)
+		keys = append([]string{"settings", "data_dir", "storage"}, s.Workload.OptionNames()...)
 	}
 	for _, g := range fields {
 		switch {
@@ -599,6 +614,36 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 				}
 				s.addDim(d, p)
 			}
+		case g.key == "storage":
+			items, ok := list(g.value, "matrix.storage", p)
+			if !ok {
+				continue
+			}
+			d := Dimension{Kind: DimStorage, Name: "storage", Line: g.keyN.Line}
+			for _, it := range items {
+				v, ok := scalar(it, "matrix.storage", p)
+				if !ok {
+					continue
+				}
+				if _, known := s.Layouts[v]; !known {
+					names := make([]string, 0, len(s.Layouts))
+					for n := range s.Layouts {
+						names = append(names, n)
+					}
+					sort.Strings(names)
+					if len(names) == 0 {
+						p.add(it, "storage layout %q: the file declares no layouts; add layouts: {%s: {loop: 2GiB, filesystem: ext4}} (docs/storage-lab.md)", v, v)
+					} else {
+						p.add(it, "storage layout %q is not among the file's layouts: %s", v, strings.Join(names, ", "))
+					}
+					continue
+				}
+				d.Values = appendUnique(d.Values, v, it, "matrix.storage", p)
+			}
+			if s.Target.Managed == nil {
+				p.add(g.keyN, "matrix.storage needs a managed target: tunebench makes each layout and starts a server on it")
+			}
+			s.addDim(d, p)
 		case g.key == "data_dir":
 			items, ok := list(g.value, "matrix.data_dir", p)
 			if !ok {

@@ -43,7 +43,7 @@ func (s *Server) command(ctx context.Context, prog string, args ...string) *exec
 }
 
 // initdb creates the data directory, the pgpass file and the base config.
-func (s *Server) initdb(ctx context.Context, password string, noSync bool) error {
+func (s *Server) initdb(ctx context.Context, password string, noSync bool, walDir string) error {
 	dataDir := s.DataDir()
 	if entries, err := os.ReadDir(dataDir); err == nil && len(entries) > 0 {
 		return errs.Usage(fmt.Sprintf("remove %s or choose another --dir", dataDir),
@@ -85,6 +85,25 @@ func (s *Server) initdb(ctx context.Context, password string, noSync bool) error
 		"--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=" + pwPath}
 	if noSync {
 		args = append(args, "--no-sync")
+	}
+	if walDir != "" {
+		if !filepath.IsAbs(walDir) {
+			return errs.Usage("give an absolute path", "WAL directory %q is not absolute", walDir)
+		}
+		if entries, err := os.ReadDir(walDir); err == nil && len(entries) > 0 {
+			return errs.Usage("give an empty directory for the WAL", "WAL directory %s is not empty", walDir)
+		}
+		// initdb runs as the server's user: it must own the directory.
+		if err := os.MkdirAll(walDir, 0o700); err != nil {
+			return errs.Wrap(errs.KindEnvironment, err, "", "cannot create the WAL directory %s", walDir)
+		}
+		if err := os.Chmod(walDir, 0o700); err != nil {
+			return errs.Wrap(errs.KindEnvironment, err, "", "chmod %s", walDir)
+		}
+		if err := s.user.chown(walDir); err != nil {
+			return errs.Wrap(errs.KindEnvironment, err, "", "cannot give %s to %s", walDir, s.user.Name)
+		}
+		args = append(args, "--waldir="+walDir)
 	}
 	s.logf("initdb %s (PostgreSQL %s, as OS user %s)", dataDir, s.bins.Version, s.user.Name)
 	t0 := time.Now()

@@ -49,7 +49,11 @@ type Options struct {
 	// server starts (no restart needed, not restored by Stop). Nil keeps the
 	// base settings recorded for the dir; an empty non-nil slice clears them.
 	Config []Setting
-	NoSync bool      // initdb --no-sync (faster; for tests and throw-away servers)
+	NoSync bool // initdb --no-sync (faster; for tests and throw-away servers)
+	// WALDir puts pg_wal in this directory (initdb --waldir) when the data
+	// directory is made: an absolute path, absent or empty (a storage
+	// layout's WAL device). Ignored for an existing data directory.
+	WALDir string
 	Log    io.Writer // progress lines; may be nil
 }
 
@@ -203,7 +207,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 
 	if !initialized {
 		s.st.Applied, s.st.PID = nil, 0 // nothing of an earlier cluster applies to a new one
-		if err := s.initdb(ctx, o.Password, o.NoSync); err != nil {
+		if err := s.initdb(ctx, o.Password, o.NoSync, o.WALDir); err != nil {
 			return nil, err
 		}
 	} else if err := s.loadPassword(o.Password); err != nil {

@@ -132,6 +132,9 @@ type Managed struct {
 	Port  int
 	PGBin string
 	RunAs string
+	// WALDir puts pg_wal there when the server's data directory is made
+	// (a storage layout's WAL device).
+	WALDir string
 }
 
 // Driver opens the targets of one kind of database.

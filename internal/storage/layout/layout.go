@@ -113,33 +113,57 @@ func Parse(path string, src []byte) (*File, error) {
 		return nil, errs.Usage("add `layouts:` mapping names to layouts, e.g.\n  layouts:\n    ext4-noatime: {loop: 2GiB, filesystem: ext4, mount: [noatime]}",
 			"%s: no layouts", path)
 	}
+	layouts, lines, ps := ParseNode(lnode)
+	f.Layouts, f.Lines = layouts, lines
 	var problems []string
-	for i := 0; i+1 < len(lnode.Content); i += 2 {
-		k, v := lnode.Content[i], lnode.Content[i+1]
-		at := fmt.Sprintf("%s:%d", path, k.Line)
-		if !nameRe.MatchString(k.Value) {
-			problems = append(problems, fmt.Sprintf("%s: layout name %q: use letters, digits, '.', '_' and '-'", at, k.Value))
-			continue
-		}
-		var raw rawLayout
-		if err := strictDecode(v, &raw); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: layout %s: %v", at, k.Value, err))
-			continue
-		}
-		l, ps := fromRaw(k.Value, &raw)
-		for _, p := range ps {
-			problems = append(problems, fmt.Sprintf("%s: layout %s: %s", at, k.Value, p))
-		}
-		if l != nil {
-			f.Layouts[k.Value] = l
-			f.Lines[k.Value] = k.Line
-		}
+	for _, p := range ps {
+		problems = append(problems, fmt.Sprintf("%s:%d: %s", path, p.Line, p.Msg))
 	}
 	if len(problems) > 0 {
 		return nil, errs.Usage("fix the lines above; `tunebench storage layout check FILE` checks a file without touching anything",
 			"%s", strings.Join(problems, "\n"))
 	}
 	return f, nil
+}
+
+// Problem is one thing wrong in a layouts mapping, at a line of its file.
+type Problem struct {
+	Line int
+	Msg  string
+}
+
+// ParseNode reads the mapping of layout names to layouts (the value of
+// `layouts:` in a layouts or experiment file): the layouts, their lines,
+// and every problem.
+func ParseNode(lnode *yaml.Node) (map[string]*Layout, map[string]int, []Problem) {
+	layouts, lines := map[string]*Layout{}, map[string]int{}
+	var problems []Problem
+	if lnode == nil || lnode.Kind != yaml.MappingNode {
+		line := 0
+		if lnode != nil {
+			line = lnode.Line
+		}
+		return layouts, lines, []Problem{{line, "layouts must map names to layouts, e.g. ext4-noatime: {loop: 2GiB, filesystem: ext4, mount: [noatime]}"}}
+	}
+	for i := 0; i+1 < len(lnode.Content); i += 2 {
+		k, v := lnode.Content[i], lnode.Content[i+1]
+		if !nameRe.MatchString(k.Value) {
+			problems = append(problems, Problem{k.Line, fmt.Sprintf("layout name %q: use letters, digits, '.', '_' and '-'", k.Value)})
+			continue
+		}
+		var raw rawLayout
+		if err := strictDecode(v, &raw); err != nil {
+			problems = append(problems, Problem{k.Line, fmt.Sprintf("layout %s: %v", k.Value, err)})
+			continue
+		}
+		l, ps := fromRaw(k.Value, &raw)
+		for _, p := range ps {
+			problems = append(problems, Problem{k.Line, fmt.Sprintf("layout %s: %s", k.Value, p)})
+		}
+		layouts[k.Value] = l
+		lines[k.Value] = k.Line
+	}
+	return layouts, lines, problems
 }
 
 // strictDecode decodes n into v refusing unknown keys.

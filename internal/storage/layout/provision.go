@@ -229,7 +229,13 @@ func (m *Mounted) device(ctx context.Context) error {
 		if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 			return errs.Wrap(errs.KindEnvironment, err, "", "making %s", o.WorkDir)
 		}
-		f, err := os.OpenFile(m.Backing, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		// A kept loop file is made again in place; any other must be new
+		// (never erase a file that happens to have the name).
+		flags := os.O_CREATE | os.O_WRONLY
+		if !l.Keep {
+			flags |= os.O_EXCL
+		}
+		f, err := os.OpenFile(m.Backing, flags, 0o600)
 		if err != nil {
 			return errs.Wrap(errs.KindEnvironment, err, "remove it, or give the layout another name", "making the loop file of layout %s", l.Name)
 		}
@@ -435,4 +441,65 @@ func Plan(ctx context.Context, l *Layout, o Options) ([]string, error) {
 	d.Commands = append(d.Commands, "# teardown")
 	err = m.Teardown(ctx)
 	return d.Commands, err
+}
+
+// Sweep removes what a killed run left of layout l in workDir: its mount
+// points unmounted, the loop devices on its loop files detached, the loop
+// files removed (the WAL layout's too). It says what it found.
+func Sweep(ctx context.Context, l *Layout, o Options) error {
+	if o.Run == nil {
+		o.Run = ExecRunner{}
+	}
+	var problems []error
+	for each := l; each != nil; each = each.WAL {
+		mnt := filepath.Join(o.WorkDir, each.Name+".mnt")
+		if isMountPoint(mnt) {
+			o.logf("layout %s: unmounting %s, left by an earlier run", each.Name, mnt)
+			if err := unmount(ctx, o.Run, mnt); err != nil {
+				problems = append(problems, err)
+			}
+		}
+		img := filepath.Join(o.WorkDir, each.Name+".img")
+		if _, err := os.Stat(img); err != nil {
+			continue
+		}
+		out, err := o.Run.Run(ctx, "losetup", "-j", img)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if dev, _, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(dev, "/dev/loop") {
+				o.logf("layout %s: detaching %s, left by an earlier run", each.Name, dev)
+				if _, err := o.Run.Run(ctx, "losetup", "-d", dev); err != nil {
+					problems = append(problems, err)
+				}
+			}
+		}
+		if !each.Keep {
+			if err := ignoreMissing(os.Remove(img)); err != nil {
+				problems = append(problems, err)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return errs.Wrap(errs.KindEnvironment, errors.Join(problems...), "see `findmnt` and `losetup -a`, and undo it by hand",
+			"cleaning up what an earlier run left of layout %s", l.Name)
+	}
+	return nil
+}
+
+// isMountPoint reports whether dir is a mount point (in this process's
+// mount table).
+func isMountPoint(dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
 }

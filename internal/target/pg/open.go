@@ -140,7 +140,7 @@ func openManaged(ctx context.Context, s target.Spec) (*Target, error) {
 			}
 		}
 	} else {
-		srv, err := server.Start(ctx, server.Options{Dir: dir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs, Config: base, Log: s.Log})
+		srv, err := server.Start(ctx, server.Options{Dir: dir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs, Config: base, Log: s.Log, WALDir: m.WALDir})
 		if err != nil {
 			if t.tempDir != "" {
 				os.RemoveAll(t.tempDir)

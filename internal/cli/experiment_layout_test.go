@@ -1,0 +1,144 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/testutil"
+)
+
+// needLoopDevices skips unless this test can make loop devices and
+// filesystems (root, losetup, the mkfs tools).
+func needLoopDevices(t *testing.T, mkfs ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("storage layouts need root (losetup, mount)")
+	}
+	for _, p := range append([]string{"losetup"}, mkfs...) {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed", p)
+		}
+	}
+}
+
+// leftovers lists mounts and loop devices under dir.
+func leftovers(t *testing.T, dir string) string {
+	t.Helper()
+	var out []string
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir) {
+				out = append(out, "mounted "+f[4])
+			}
+		}
+	}
+	if b, err := exec.Command("losetup", "-a").Output(); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, dir) {
+				out = append(out, "attached "+line)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestExperimentStorageLayouts: matrix.storage makes each layout on a loop
+// file (xfs with its WAL on a second loop device), starts a managed server
+// on it, loads, runs, records the filesystem with the run, and takes it
+// all down: nothing is left mounted or attached (issue 14).
+func TestExperimentStorageLayouts(t *testing.T) {
+	t.Parallel()
+	needLoopDevices(t, "mkfs.ext4", "mkfs.xfs")
+	h := newHarness(t)
+	work, remove, err := testutil.TempDir("tunebench-layouts-test-") // the server's user must enter
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+	t.Cleanup(func() {
+		if l := leftovers(t, work); l != "" {
+			t.Errorf("left behind:\n%s", l)
+			for _, line := range strings.Split(l, "\n") { // do not leak them to the machine
+				if m, ok := strings.CutPrefix(line, "mounted "); ok {
+					exec.Command("umount", "-l", m).Run()
+				}
+			}
+			exec.Command("sh", "-c", "losetup -a | grep "+work+" | cut -d: -f1 | xargs -r -n1 losetup -d").Run()
+		}
+	})
+	results := tempPath(t, "results.db")
+	path := writeExperiment(t, fmt.Sprintf(`name: layouts
+target:
+  managed: {dir: %s}
+workload:
+  name: tpcb
+  options: {scale: 1, duration: 1s}
+layouts:
+  e4: {loop: 256MiB, filesystem: ext4, mount: [noatime], readahead: 64KiB}
+  xw:
+    loop: 320MiB
+    filesystem: xfs
+    wal: {loop: 64MiB, filesystem: ext4}
+matrix:
+  storage: [e4, xw]
+order: sequential
+`, work))
+	d := h.must(0, "experiment", "run", path, "--results", results, "--dry-run")
+	if !strings.Contains(d.stdout, "storage=e4") || !strings.Contains(d.stdout, "storage=xw") {
+		t.Errorf("dry run:\n%s", d.stdout)
+	}
+	r := h.must(0, "experiment", "run", path, "--results", results)
+	for _, want := range []string{"make storage layout e4 and start a managed server on it", "mkfs.xfs -f -q /dev/loop",
+		"layout xw.wal: mkfs.ext4"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("missing %q:\n%s", want, r.stderr)
+		}
+	}
+	_, links := expLinks(t, results, "layouts")
+	if len(links) != 2 {
+		t.Fatalf("links %+v", links)
+	}
+	for i, fs := range []string{"ext4", "xfs"} {
+		x := h.must(0, "results", "export", fmt.Sprint(links[i].RunID), "--format", "json", "--results", results)
+		if !strings.Contains(x.stdout, `"fs_type": "`+fs+`"`) && !strings.Contains(x.stdout, `"fs_type":"`+fs+`"`) {
+			t.Errorf("run %d on layout %s: the environment does not record %s", links[i].RunID, links[i].Config, fs)
+		}
+	}
+	if l := leftovers(t, work); l != "" {
+		t.Errorf("after the experiment:\n%s", l)
+	}
+	if entries, _ := filepath.Glob(filepath.Join(work, "*.img")); len(entries) > 0 {
+		t.Errorf("loop files left: %v", entries)
+	}
+
+	// Ctrl-C in the middle of a run: the server stops, the layout is taken
+	// down; --resume makes it again and finishes.
+	ipath := strings.Replace(path, "exp.yaml", "exp-int.yaml", 1)
+	src, _ := os.ReadFile(path)
+	src = []byte(strings.Replace(strings.Replace(string(src), "name: layouts", "name: layouts-int", 1), "duration: 1s", "duration: 4s", 1))
+	if err := os.WriteFile(ipath, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sig := make(chan os.Signal, 2)
+	rn := h.start(sig, "experiment", "run", ipath, "--results", results)
+	rn.waitStderr(t, "progress:", 90*time.Second)
+	sig <- os.Interrupt
+	if r := rn.wait(t, 60*time.Second); r.code != 130 {
+		t.Fatalf("interrupted experiment: want exit 130:\n%s", r)
+	}
+	if l := leftovers(t, work); l != "" {
+		t.Errorf("after an interrupt:\n%s", l)
+	}
+	r = h.must(0, "experiment", "run", ipath, "--results", results, "--resume")
+	if !strings.Contains(r.stderr, "make storage layout") {
+		t.Errorf("the resume did not make the layout again:\n%s", r.stderr)
+	}
+	if l := leftovers(t, work); l != "" {
+		t.Errorf("after the resume:\n%s", l)
+	}
+}
