@@ -46,6 +46,9 @@ type Layout struct {
 	Reuse bool `json:"reuse,omitempty"`
 	// Keep leaves the loop file in place after teardown.
 	Keep bool `json:"keep,omitempty"`
+	// RAID or LVM build a volume on the devices (or loop files) first.
+	RAID *RAID `json:"raid,omitempty"`
+	LVM  *LVM  `json:"lvm,omitempty"`
 }
 
 // Filesystems are the filesystems a layout may name, with their mkfs.
@@ -88,6 +91,8 @@ type rawLayout struct {
 	WAL        *rawLayout `yaml:"wal"`
 	Reuse      bool       `yaml:"reuse"`
 	Keep       bool       `yaml:"keep"`
+	RAID       *rawRAID   `yaml:"raid"`
+	LVM        *rawLVM    `yaml:"lvm"`
 }
 
 // Parse reads a layouts file (a YAML mapping with `layouts:`; other
@@ -177,7 +182,7 @@ func strictDecode(n *yaml.Node, v any) error {
 	if err := dec.Decode(v); err != nil {
 		msg := err.Error()
 		msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n  ")
-		return fmt.Errorf("%s (keys: devices, loop, filesystem, mkfs, mount, readahead, scheduler, wal, reuse, keep)", msg)
+		return fmt.Errorf("%s (keys: devices, loop, filesystem, mkfs, mount, readahead, scheduler, wal, reuse, keep, raid, lvm)", msg)
 	}
 	return nil
 }
@@ -210,6 +215,7 @@ func fromRaw(name string, r *rawLayout) (*Layout, []string) {
 		}
 		l.Readahead = n
 	}
+	ps = append(ps, fromRawVolume(l, r.RAID, r.LVM)...)
 	if r.WAL != nil {
 		w, wps := fromRaw(name+".wal", r.WAL)
 		for _, p := range wps {
@@ -304,11 +310,12 @@ func Check(l *Layout) []string {
 		ps = append(ps, "no device and no loop size: add loop: 2GiB to try it on a loop file, or devices: [/dev/...]")
 	case len(l.Devices) > 0 && l.LoopSize > 0:
 		ps = append(ps, "both devices and loop: give one")
-	case l.LoopSize > 0 && l.LoopSize < minSize(l.Filesystem):
-		ps = append(ps, fmt.Sprintf("loop: %s is smaller than %s can be made on (%s)", human.Bytes(l.LoopSize), l.Filesystem, human.Bytes(minSize(l.Filesystem))))
-	case len(l.Devices) > 1 && l.Filesystem != "btrfs":
-		ps = append(ps, fmt.Sprintf("%d devices: only btrfs spans several devices itself; for %s, make an md RAID or LVM volume first and name it", len(l.Devices), l.Filesystem))
+	case l.LoopSize > 0 && l.capacity() < minSize(l.Filesystem):
+		ps = append(ps, fmt.Sprintf("loop: %s is smaller than %s can be made on (%s)", human.Bytes(l.capacity()), l.Filesystem, human.Bytes(minSize(l.Filesystem))))
+	case len(l.Devices) > 1 && l.Filesystem != "btrfs" && l.RAID == nil && l.LVM == nil:
+		ps = append(ps, fmt.Sprintf("%d devices: only btrfs spans several devices itself; for %s, add raid: {level: 0} or lvm: {stripes: %d}", len(l.Devices), l.Filesystem, len(l.Devices)))
 	}
+	ps = append(ps, checkVolume(l)...)
 	for _, d := range l.Devices {
 		if !filepath.IsAbs(d) {
 			ps = append(ps, fmt.Sprintf("device %q: give its absolute path, e.g. /dev/sdb", d))
@@ -325,6 +332,18 @@ func Check(l *Layout) []string {
 	return ps
 }
 
+// capacity is the size of the device a loop layout's filesystem is made
+// on: the loop size, times the members a RAID 0 or an LVM volume spans
+// (the loop size for the mirrored and parity levels, a safe lower bound).
+func (l *Layout) capacity() int64 {
+	n := int64(l.memberCount())
+	switch {
+	case l.LVM != nil, l.RAID != nil && l.RAID.Level == "0":
+		return l.LoopSize * n
+	}
+	return l.LoopSize
+}
+
 // minSize is the smallest filesystem its mkfs makes.
 func minSize(fs string) int64 {
 	switch fs {
@@ -339,6 +358,9 @@ func minSize(fs string) int64 {
 // Installed reports whether the layout's mkfs is on this machine, with the
 // fix when it is not.
 func Installed(l *Layout) error {
+	if err := volumeSupport(l); err != nil {
+		return err
+	}
 	mkfs := Filesystems[l.Filesystem]
 	if _, err := lookPath(mkfs); err != nil {
 		return errs.New(errs.KindEnvironment, "install it: apt-get install "+packages[l.Filesystem],

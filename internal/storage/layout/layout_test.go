@@ -261,3 +261,73 @@ func attached(t *testing.T, dev string) bool {
 	b, err := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/loop/backing_file")
 	return err == nil && len(strings.TrimSpace(string(b))) > 0
 }
+
+// RAID and LVM layouts: their checks, their command plans, and a clear
+// error where the kernel has no md or device-mapper.
+func TestVolumes(t *testing.T) {
+	cases := []struct{ layout, want string }{
+		{`{loop: 1GiB, filesystem: ext4, raid: {level: 7, members: 2}}`, `raid.level "7": use one of 0, 1, 4, 5, 6, 10`},
+		{`{loop: 1GiB, filesystem: ext4, raid: {level: 5, members: 2}}`, `raid level 5 needs at least 3 devices, the layout has 2`},
+		{`{loop: 1GiB, filesystem: ext4, raid: {level: 0, members: 2, chunk: 3KiB}}`, `raid.chunk: use a power of two`},
+		{`{loop: 1GiB, filesystem: ext4, raid: {level: 0, members: 2}, lvm: {members: 2}}`, `raid and lvm both given`},
+		{`{loop: 1GiB, filesystem: btrfs, raid: {level: 0, members: 2}}`, `btrfs makes its own RAID`},
+		{`{loop: 1GiB, filesystem: ext4, lvm: {members: 2, stripes: 3}}`, `lvm.stripes 3: between 1 and the 2 devices`},
+		{`{filesystem: ext4, devices: [/dev/a, /dev/b], raid: {level: 0, members: 3}}`, `raid.members 3 but 2 devices`},
+	}
+	for _, c := range cases {
+		_, err := Parse("s.yaml", []byte("layouts:\n  v:\n    "+c.layout+"\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.layout, err, c.want)
+		}
+	}
+	f, err := Parse("s.yaml", []byte(`layouts:
+  r0: {loop: 256MiB, filesystem: xfs, raid: {level: 0, members: 2, chunk: 64KiB}}
+  lv: {loop: 256MiB, filesystem: ext4, lvm: {members: 3, stripes: 3, stripe_size: 128KiB}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds, err := Plan(context.Background(), f.Layouts["r0"], Options{WorkDir: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"losetup --find --show --direct-io=on /w/r0.0.img",
+		"losetup --find --show --direct-io=on /w/r0.1.img",
+		"mdadm --create /dev/md/tunebench-r0 --run --quiet --metadata=1.2 --level=0 --raid-devices=2 --chunk=64 /dev/loopN /dev/loopN",
+		"wipefs -a /dev/md/tunebench-r0",
+		"mkfs.xfs -f -q /dev/md/tunebench-r0",
+		"mount -t xfs /dev/md/tunebench-r0 /w/r0.mnt",
+		"# teardown",
+		"umount /w/r0.mnt",
+		"mdadm --stop /dev/md/tunebench-r0",
+		"mdadm --zero-superblock /dev/loopN /dev/loopN",
+		"losetup -d /dev/loopN",
+		"losetup -d /dev/loopN",
+	}
+	if strings.Join(cmds, "\n") != strings.Join(want, "\n") {
+		t.Errorf("raid plan:\n%s\nwant:\n%s", strings.Join(cmds, "\n"), strings.Join(want, "\n"))
+	}
+	cmds, _ = Plan(context.Background(), f.Layouts["lv"], Options{WorkDir: "/w"})
+	got := strings.Join(cmds, "\n")
+	for _, w := range []string{"pvcreate -y -q /dev/loopN /dev/loopN /dev/loopN", "vgcreate -q tunebench-lv /dev/loopN /dev/loopN /dev/loopN",
+		"lvcreate -y -q -n data -l 100%FREE -i 3 -I 128k tunebench-lv", "mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 /dev/tunebench-lv/data",
+		"lvremove -y -q /dev/tunebench-lv/data\nvgremove -y -q tunebench-lv\npvremove -y -q /dev/loopN /dev/loopN /dev/loopN"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("lvm plan lacks %q:\n%s", w, got)
+		}
+	}
+	// Where the kernel has no md (this machine kind), a clear error.
+	if _, err := os.Stat("/proc/mdstat"); err != nil {
+		err := Installed(f.Layouts["r0"])
+		if err == nil || !strings.Contains(err.Error(), "this kernel offers no md software RAID") {
+			t.Errorf("RAID without md: %v", err)
+		}
+	}
+	if _, err := os.Stat("/dev/mapper/control"); err != nil {
+		err := Installed(f.Layouts["lv"])
+		if err == nil || !strings.Contains(err.Error(), "this kernel offers no device-mapper") {
+			t.Errorf("LVM without device-mapper: %v", err)
+		}
+	}
+}

@@ -73,8 +73,11 @@ type Mounted struct {
 	Layout *Layout
 	Dir    string // the mount point
 	Device string // the device the filesystem is on (/dev/loop3)
-	// Backing is the loop file ("" for a real device).
+	// Backing is the (first) loop file ("" for a real device).
 	Backing string
+	// Members are the devices under a RAID or LVM layout (or the one
+	// device of a plain one).
+	Members []string
 	// MkfsCommand is the mkfs command line as run.
 	MkfsCommand string
 	WAL         *Mounted
@@ -207,10 +210,12 @@ func (m *Mounted) Teardown(ctx context.Context) error {
 	return nil
 }
 
-// device sets m.Device: a new loop device on a sparse file, or the
-// layout's device after the safety checks.
+// device sets m.Device: the layout's device after the safety checks, or
+// new loop devices on sparse files; with raid or lvm, the md array or
+// logical volume built on those members.
 func (m *Mounted) device(ctx context.Context) error {
 	l, o := m.Layout, m.o
+	var members []string
 	if len(l.Devices) > 0 {
 		if !o.AllowDestroy && !o.dry() {
 			return errs.Usage("give --allow-destroy to let tunebench erase it, or use loop: SIZE to try the layout on a loop file",
@@ -221,13 +226,41 @@ func (m *Mounted) device(ctx context.Context) error {
 				return err
 			}
 		}
-		m.Device = l.Devices[0]
-		return nil
+		members = l.Devices
+	} else {
+		n := l.memberCount()
+		for i := 0; i < n; i++ {
+			name := l.Name + ".img"
+			if n > 1 {
+				name = fmt.Sprintf("%s.%d.img", l.Name, i)
+			}
+			dev, err := m.loop(ctx, filepath.Join(o.WorkDir, name))
+			if err != nil {
+				return err
+			}
+			members = append(members, dev)
+		}
 	}
-	m.Backing = filepath.Join(o.WorkDir, l.Name+".img")
+	m.Members = members
+	switch {
+	case l.RAID != nil:
+		return m.raid(ctx, members)
+	case l.LVM != nil:
+		return m.lvm(ctx, members)
+	}
+	m.Device = members[0]
+	return nil
+}
+
+// loop makes a sparse loop file and attaches a loop device to it.
+func (m *Mounted) loop(ctx context.Context, path string) (string, error) {
+	l, o := m.Layout, m.o
+	if m.Backing == "" {
+		m.Backing = path
+	}
 	if !o.dry() {
 		if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
-			return errs.Wrap(errs.KindEnvironment, err, "", "making %s", o.WorkDir)
+			return "", errs.Wrap(errs.KindEnvironment, err, "", "making %s", o.WorkDir)
 		}
 		// A kept loop file is made again in place; any other must be new
 		// (never erase a file that happens to have the name).
@@ -235,41 +268,40 @@ func (m *Mounted) device(ctx context.Context) error {
 		if !l.Keep {
 			flags |= os.O_EXCL
 		}
-		f, err := os.OpenFile(m.Backing, flags, 0o600)
+		f, err := os.OpenFile(path, flags, 0o600)
 		if err != nil {
-			return errs.Wrap(errs.KindEnvironment, err, "remove it, or give the layout another name", "making the loop file of layout %s", l.Name)
+			return "", errs.Wrap(errs.KindEnvironment, err, "remove it, or give the layout another name", "making the loop file of layout %s", l.Name)
 		}
 		err = f.Truncate(l.LoopSize)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			os.Remove(m.Backing)
-			return errs.Wrap(errs.KindEnvironment, err, "", "sizing the loop file %s", m.Backing)
+			os.Remove(path)
+			return "", errs.Wrap(errs.KindEnvironment, err, "", "sizing the loop file %s", path)
 		}
 	}
-	m.push("remove the loop file "+m.Backing, func(context.Context) error {
+	m.push("remove the loop file "+path, func(context.Context) error {
 		if o.dry() || l.Keep {
 			return nil
 		}
-		return ignoreMissing(os.Remove(m.Backing))
+		return ignoreMissing(os.Remove(path))
 	})
 	// Direct I/O on the backing file: the loop device's data is not cached
 	// twice (once above, once in the backing filesystem's page cache).
-	out, err := o.Run.Run(ctx, "losetup", "--find", "--show", "--direct-io=on", m.Backing)
+	out, err := o.Run.Run(ctx, "losetup", "--find", "--show", "--direct-io=on", path)
 	if err != nil {
 		o.logf("layout %s: losetup with direct I/O failed (%v); without it", l.Name, err)
-		if out, err = o.Run.Run(ctx, "losetup", "--find", "--show", m.Backing); err != nil {
-			return errs.Wrap(errs.KindEnvironment, err, "check that the loop module is loaded and /dev/loop-control exists", "attaching a loop device for layout %s", l.Name)
+		if out, err = o.Run.Run(ctx, "losetup", "--find", "--show", path); err != nil {
+			return "", errs.Wrap(errs.KindEnvironment, err, "check that the loop module is loaded and /dev/loop-control exists", "attaching a loop device for layout %s", l.Name)
 		}
 	}
-	m.Device = strings.TrimSpace(out)
-	dev := m.Device
+	dev := strings.TrimSpace(out)
 	m.push("detach "+dev, func(ctx context.Context) error {
 		_, err := o.Run.Run(ctx, "losetup", "-d", dev)
 		return err
 	})
-	return nil
+	return dev, nil
 }
 
 // mkfsArgs is the mkfs command: forced and quiet, and for ext the lazy
@@ -459,14 +491,49 @@ func Sweep(ctx context.Context, l *Layout, o Options) error {
 				problems = append(problems, err)
 			}
 		}
-		img := filepath.Join(o.WorkDir, each.Name+".img")
-		if _, err := os.Stat(img); err != nil {
-			continue
+		if each.RAID != nil {
+			md := "/dev/md/" + volumeName(each)
+			if _, err := os.Stat(md); err == nil {
+				o.logf("layout %s: stopping %s, left by an earlier run", each.Name, md)
+				if _, err := o.Run.Run(ctx, "mdadm", "--stop", md); err != nil {
+					problems = append(problems, err)
+				}
+			}
 		}
+		if each.LVM != nil {
+			vg := "/dev/" + volumeName(each)
+			if _, err := os.Stat(vg); err == nil {
+				o.logf("layout %s: removing volume group %s, left by an earlier run", each.Name, volumeName(each))
+				if _, err := o.Run.Run(ctx, "vgremove", "-y", "-q", volumeName(each)); err != nil {
+					problems = append(problems, err)
+				}
+			}
+		}
+		imgs, _ := filepath.Glob(filepath.Join(o.WorkDir, each.Name+".*img"))
+		for _, img := range imgs {
+			// Its own files only: NAME.img, NAME.0.img (not NAME.wal.img).
+			rest := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(img), each.Name+"."), "img")
+			if _, err := strconv.Atoi(strings.TrimSuffix(rest, ".")); rest != "" && err != nil {
+				continue
+			}
+			problems = append(problems, sweepLoopFile(ctx, each, img, o)...)
+		}
+	}
+	if len(problems) > 0 {
+		return errs.Wrap(errs.KindEnvironment, errors.Join(problems...), "see `findmnt` and `losetup -a`, and undo it by hand",
+			"cleaning up what an earlier run left of layout %s", l.Name)
+	}
+	return nil
+}
+
+// sweepLoopFile detaches the loop devices on a loop file a killed run left
+// and removes it (unless the layout keeps it).
+func sweepLoopFile(ctx context.Context, each *Layout, img string, o Options) []error {
+	var problems []error
+	{
 		out, err := o.Run.Run(ctx, "losetup", "-j", img)
 		if err != nil {
-			problems = append(problems, err)
-			continue
+			return []error{err}
 		}
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			if dev, _, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(dev, "/dev/loop") {
@@ -482,11 +549,7 @@ func Sweep(ctx context.Context, l *Layout, o Options) error {
 			}
 		}
 	}
-	if len(problems) > 0 {
-		return errs.Wrap(errs.KindEnvironment, errors.Join(problems...), "see `findmnt` and `losetup -a`, and undo it by hand",
-			"cleaning up what an earlier run left of layout %s", l.Name)
-	}
-	return nil
+	return problems
 }
 
 // isMountPoint reports whether dir is a mount point (in this process's
