@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
@@ -142,6 +143,7 @@ func newResultsShowCmd(s *State) *cobra.Command {
 					s.printBlocks(showBlocks(w, sum, false))
 				}
 			}
+			s.printStorage(r.Env)
 			for _, part := range []struct {
 				name string
 				raw  json.RawMessage
@@ -162,6 +164,35 @@ func newResultsShowCmd(s *State) *cobra.Command {
 	}
 	rf.add(cmd.Flags())
 	return cmd
+}
+
+// printStorage prints what lies under the run's data directory, as the
+// report's environment table shows it: its device, scheduler and
+// readahead, queue and filesystem features. A snapshot without them (one
+// stored before snapshot version 2, a tmpfs) prints nothing.
+func (s *State) printStorage(raw json.RawMessage) {
+	if len(raw) == 0 {
+		return
+	}
+	var env envinfo.Snapshot
+	if json.Unmarshal(raw, &env) != nil || env.DataDir == nil {
+		return
+	}
+	d := env.DataDir
+	if d.Block == nil && d.Features == nil {
+		return
+	}
+	s.printf("storage under %s (%s on %s):\n", d.Path, d.FSType, d.MountPoint)
+	for _, l := range []struct{ name, v string }{
+		{"device", d.Block.DeviceLine()},
+		{"scheduler, readahead", d.Block.SchedulerLine()},
+		{"queue", d.Block.QueueLine()},
+		{"filesystem features", d.Features.Line()},
+	} {
+		if l.v != "" {
+			s.printf("  %s: %s\n", l.name, l.v)
+		}
+	}
 }
 
 func newResultsExportCmd(s *State) *cobra.Command {

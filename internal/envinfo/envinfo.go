@@ -1,8 +1,10 @@
 // Package envinfo takes a snapshot of the environment a run measured: the
 // host (CPU, memory, kernel, clock source), the filesystem and mount options
-// under the database's data directory, the PostgreSQL server (version and all
-// non-default settings, secrets redacted) and the benchmark driver itself.
-// The snapshot is stored with every run as JSON.
+// under the database's data directory with its block device (queue settings
+// from /sys) and on-disk format (dumpe2fs -h, xfs_info, /sys/fs/btrfs), the
+// PostgreSQL server (version and all non-default settings, secrets redacted)
+// and the benchmark driver itself. The snapshot is stored with every run as
+// versioned JSON (SnapshotVersion).
 //
 // Collection is best-effort: what cannot be read is left empty and, where the
 // reason matters, noted in Snapshot.Warnings. Nothing here changes the system.
@@ -16,14 +18,34 @@ import (
 	"github.com/tunebench/tunebench/internal/redact"
 )
 
+// SnapshotVersion is the version of the snapshot this package writes.
+// Version 1: the snapshots written before the version was recorded (no
+// "version" field). Version 2 adds it and, under data_dir, the block device
+// (block_device) and the filesystem's on-disk format (fs_features). Every
+// field added since version 1 is optional, so a snapshot of any version
+// reads into the same types.
+const SnapshotVersion = 2
+
 // Snapshot is the environment of one run.
 type Snapshot struct {
+	// Version is the version of this shape the snapshot was written with
+	// (0 in a version 1 snapshot; SchemaVersion reads it).
+	Version  int       `json:"version,omitempty"`
 	Host     Host      `json:"host"`
 	DataDir  *FS       `json:"data_dir,omitempty"` // filesystem of the database data directory
 	Postgres *Postgres `json:"postgres,omitempty"`
 	Driver   Driver    `json:"driver"` // the tunebench process
 	TakenAt  time.Time `json:"taken_at"`
 	Warnings []string  `json:"warnings,omitempty"` // what could not be collected, and why
+}
+
+// SchemaVersion is the version of the shape s was written with: 1 for a
+// snapshot stored before versions were recorded.
+func (s *Snapshot) SchemaVersion() int {
+	if s.Version == 0 {
+		return 1
+	}
+	return s.Version
 }
 
 // Driver describes the benchmark driver process.
@@ -65,6 +87,7 @@ func Take(ctx context.Context, o Options) *Snapshot {
 		now = time.Now()
 	}
 	s := &Snapshot{
+		Version: SnapshotVersion,
 		Host:    HostInfo(),
 		Driver:  DriverInfo(o.Version),
 		TakenAt: now.UTC(),
@@ -89,6 +112,9 @@ func Take(ctx context.Context, o Options) *Snapshot {
 			s.Warnings = append(s.Warnings, redact.Patterns("data directory filesystem: "+err.Error()))
 		} else {
 			s.DataDir = fs
+			for _, w := range StorageInfo(ctx, fs) {
+				s.Warnings = append(s.Warnings, redact.Patterns("data directory "+w))
+			}
 		}
 	}
 	return s

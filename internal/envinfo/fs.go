@@ -14,7 +14,8 @@ import (
 )
 
 // FS describes the filesystem a path lives on, as the kernel's mount table
-// for this process shows it.
+// for this process shows it (FSInfo), and what lies beneath it: its block
+// device and on-disk format (StorageInfo).
 type FS struct {
 	Path         string `json:"path"`          // the path asked about, absolute, symlinks resolved
 	MountPoint   string `json:"mount_point"`   // where the filesystem is mounted
@@ -24,6 +25,12 @@ type FS struct {
 	Device       string `json:"device"`        // major:minor
 	Options      string `json:"options"`       // per-mount options, e.g. rw,noatime
 	SuperOptions string `json:"super_options"` // filesystem-wide options, e.g. rw,discard,data=ordered
+	// Block is the block device under the filesystem (snapshot version 2;
+	// nil when it has none or it could not be found).
+	Block *Block `json:"block_device,omitempty"`
+	// Features is the filesystem's on-disk format (snapshot version 2; nil
+	// when it could not be read or tunebench has no reader for the type).
+	Features *FSFeatures `json:"fs_features,omitempty"`
 }
 
 // FSInfo finds the filesystem that holds path. A path that does not exist

@@ -149,7 +149,7 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 	// Dimensions and the cartesian product of the non-x ones.
 	var dims []Dimension
 	for _, d := range s.Matrix {
-		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir", DimStorage: "storage"}[d.Kind]
+		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir", DimStorage: StorageKey}[d.Kind]
 		p.Dimensions = append(p.Dimensions, PlanDim{Name: d.Name, Kind: kind, Values: d.Values, XAxis: d.Name == s.XAxis && d.Kind == DimOption})
 		if d.Kind == DimOption && d.Name == s.XAxis {
 			continue

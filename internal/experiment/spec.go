@@ -109,6 +109,11 @@ type KV struct {
 	Value string `json:"value"`
 }
 
+// StorageKey is the matrix key of storage layouts (matrix.storage). It is
+// spelled like the storage workload's name, but it is a key of the file,
+// not a workload: nothing here depends on which workload runs.
+const StorageKey = "storage"
+
 // DimKind says what a matrix dimension varies.
 type DimKind int
 
@@ -580,7 +585,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 	}
 	var keys []string
 	if s.Workload != nil {
-		keys = append([]string{"settings", "data_dir", "storage"}, s.Workload.OptionNames()...)
+		keys = append([]string{"settings", "data_dir", StorageKey}, s.Workload.OptionNames()...)
 	}
 	for _, g := range fields {
 		switch {
@@ -614,12 +619,12 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 				}
 				s.addDim(d, p)
 			}
-		case g.key == "storage":
+		case g.key == StorageKey:
 			items, ok := list(g.value, "matrix.storage", p)
 			if !ok {
 				continue
 			}
-			d := Dimension{Kind: DimStorage, Name: "storage", Line: g.keyN.Line}
+			d := Dimension{Kind: DimStorage, Name: StorageKey, Line: g.keyN.Line}
 			for _, it := range items {
 				v, ok := scalar(it, "matrix.storage", p)
 				if !ok {

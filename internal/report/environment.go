@@ -99,6 +99,17 @@ var envFields = []envField{
 		}
 		return joinNonEmpty("; filesystem: ", f.Options, f.SuperOptions)
 	}},
+	// What lies beneath the data directory's filesystem (snapshot version
+	// 2; older runs have none of these rows' values).
+	{"Device", func(s *envinfo.Snapshot) string { return dataBlock(s).DeviceLine() }},
+	{"Scheduler, readahead", func(s *envinfo.Snapshot) string { return dataBlock(s).SchedulerLine() }},
+	{"Queue", func(s *envinfo.Snapshot) string { return dataBlock(s).QueueLine() }},
+	{"Filesystem features", func(s *envinfo.Snapshot) string {
+		if s.DataDir == nil {
+			return ""
+		}
+		return s.DataDir.Features.Line()
+	}},
 	{"PostgreSQL", func(s *envinfo.Snapshot) string {
 		if s.Postgres == nil {
 			return ""
@@ -117,6 +128,15 @@ var envFields = []envField{
 		}
 		return v
 	}},
+}
+
+// dataBlock is the block device under the data directory, nil when not
+// recorded.
+func dataBlock(s *envinfo.Snapshot) *envinfo.Block {
+	if s.DataDir == nil {
+		return nil
+	}
+	return s.DataDir.Block
 }
 
 // environment builds the environment and settings tables over the runs.
