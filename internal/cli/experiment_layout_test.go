@@ -108,9 +108,18 @@ order: sequential
 		if !strings.Contains(x.stdout, `"fs_type": "`+fs+`"`) && !strings.Contains(x.stdout, `"fs_type":"`+fs+`"`) {
 			t.Errorf("run %d on layout %s: the environment does not record %s", links[i].RunID, links[i].Config, fs)
 		}
+		show := h.must(0, "results", "show", fmt.Sprint(links[i].RunID), "--results", results)
+		if !strings.Contains(show.stdout, "layout: ") || !strings.Contains(show.stdout, "mkfs."+fs) {
+			t.Errorf("results show of run %d does not name its layout and mkfs:\n%s", links[i].RunID, show.stdout)
+		}
 	}
 	if l := leftovers(t, work); l != "" {
 		t.Errorf("after the experiment:\n%s", l)
+	}
+	rep := tempPath(t, "layouts.html")
+	h.must(0, "report", "layouts", "-o", rep, "--results", results)
+	if b, _ := os.ReadFile(rep); !strings.Contains(string(b), "Storage layout") || !strings.Contains(string(b), "xw: xfs on a 320.0 MiB loop file, mkfs.xfs -f -q; WAL xw.wal: ext4") {
+		t.Errorf("the report does not show the layouts")
 	}
 	if entries, _ := filepath.Glob(filepath.Join(work, "*.img")); len(entries) > 0 {
 		t.Errorf("loop files left: %v", entries)

@@ -30,9 +30,12 @@ const SnapshotVersion = 2
 type Snapshot struct {
 	// Version is the version of this shape the snapshot was written with
 	// (0 in a version 1 snapshot; SchemaVersion reads it).
-	Version  int       `json:"version,omitempty"`
-	Host     Host      `json:"host"`
-	DataDir  *FS       `json:"data_dir,omitempty"` // filesystem of the database data directory
+	Version int  `json:"version,omitempty"`
+	Host    Host `json:"host"`
+	DataDir *FS  `json:"data_dir,omitempty"` // filesystem of the database data directory
+	// Layout is the storage layout the data directory was made on (an
+	// experiment's matrix.storage), nil otherwise.
+	Layout   *Layout   `json:"layout,omitempty"`
 	Postgres *Postgres `json:"postgres,omitempty"`
 	Driver   Driver    `json:"driver"` // the tunebench process
 	TakenAt  time.Time `json:"taken_at"`

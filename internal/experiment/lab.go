@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/lifecycle"
 	"github.com/tunebench/tunebench/internal/option"
@@ -173,6 +174,26 @@ func (lt *labTarget) makeLayout(ctx context.Context, name string, m *target.Mana
 	return nil
 }
 
+// layoutRecord is what the environment records of a made layout.
+func layoutRecord(m *layout.Mounted) *envinfo.Layout {
+	if m == nil {
+		return nil
+	}
+	l := m.Layout
+	r := &envinfo.Layout{Name: l.Name, Filesystem: l.Filesystem, Devices: l.Devices, LoopSize: l.LoopSize, Mkfs: m.MkfsCommand,
+		Mount: l.Mount, Readahead: l.Readahead, Scheduler: l.Scheduler, WAL: layoutRecord(m.WAL)}
+	switch {
+	case l.RAID != nil:
+		r.Volume = fmt.Sprintf("md raid%s over %d devices", l.RAID.Level, len(m.Members))
+	case l.LVM != nil:
+		r.Volume = fmt.Sprintf("LVM volume over %d devices", len(m.Members))
+		if l.LVM.Stripes > 1 {
+			r.Volume += fmt.Sprintf(", %d stripes", l.LVM.Stripes)
+		}
+	}
+	return r
+}
+
 // teardown takes down the layout the target made and removes its
 // temporary directory.
 func (lt *labTarget) teardown(ctx context.Context) error {
@@ -328,7 +349,7 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 	sum, err := lifecycle.Run(ctx, &lifecycle.Request{
 		Workload: r, Target: lt.t.WithDatabase(lt.lab.Plan.Database), Options: o, Progress: lt.lab.Progress,
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
-		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe,
+		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
 	})
 	var res RunResult
 	if sum != nil {

@@ -69,12 +69,15 @@ type Request struct {
 	// Progress is the tick of the progress events (0: none).
 	Progress   time.Duration
 	Experiment string
-	Link       *store.PlanLink
-	Store      *store.Store
-	Version    string
-	Getenv     func(string) string
-	LookupEnv  func(string) (string, bool)
-	Observe    Observer
+	// Layout is the storage layout the target's data is on, recorded in
+	// the environment (experiments with matrix.storage).
+	Layout    *envinfo.Layout
+	Link      *store.PlanLink
+	Store     *store.Store
+	Version   string
+	Getenv    func(string) string
+	LookupEnv func(string) (string, bool)
+	Observe   Observer
 
 	// rescued is the save's error when the store failed to save the run
 	// and its result went to a rescue file instead (see finish).

@@ -18,10 +18,16 @@ import (
 // envOf snapshots the environment: the target's (host, data directory,
 // server), or the host's alone.
 func envOf(ctx context.Context, req *Request) *envinfo.Snapshot {
+	var s *envinfo.Snapshot
 	if req.Target != nil {
-		return req.Target.Env(ctx, req.Version)
+		s = req.Target.Env(ctx, req.Version)
+	} else {
+		s = envinfo.Take(ctx, envinfo.Options{Version: req.Version})
 	}
-	return envinfo.Take(ctx, envinfo.Options{Version: req.Version})
+	if s != nil {
+		s.Layout = req.Layout
+	}
+	return s
 }
 
 // paramsJSON is the run's parameters as stored: the workload's, and what

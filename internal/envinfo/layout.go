@@ -1,0 +1,59 @@
+package envinfo
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tunebench/tunebench/internal/human"
+)
+
+// Layout is the storage layout a run's data directory was made on (an
+// experiment's matrix.storage): what was asked for and the mkfs command
+// as run. The filesystem, device and features as found are in DataDir.
+type Layout struct {
+	Name       string   `json:"name"`
+	Filesystem string   `json:"filesystem"`
+	Devices    []string `json:"devices,omitempty"`
+	LoopSize   int64    `json:"loop_size,omitempty"`
+	Volume     string   `json:"volume,omitempty"` // "raid0 over 2", "lvm striped over 3"
+	Mkfs       string   `json:"mkfs"`             // the command as run
+	Mount      []string `json:"mount,omitempty"`
+	Readahead  int64    `json:"readahead,omitempty"` // bytes
+	Scheduler  string   `json:"scheduler,omitempty"`
+	WAL        *Layout  `json:"wal,omitempty"`
+}
+
+// Line describes the layout in one line (for the report and results show).
+func (l *Layout) Line() string {
+	if l == nil {
+		return ""
+	}
+	var parts []string
+	where := "on " + strings.Join(l.Devices, " + ")
+	if len(l.Devices) == 0 {
+		where = "on a " + human.Bytes(l.LoopSize) + " loop file"
+	}
+	parts = append(parts, fmt.Sprintf("%s: %s %s", l.Name, l.Filesystem, where))
+	if l.Volume != "" {
+		parts = append(parts, l.Volume)
+	}
+	if l.Mkfs != "" {
+		// The device name varies between attaches: leave it out.
+		f := strings.Fields(l.Mkfs)
+		parts = append(parts, strings.Join(f[:len(f)-1], " "))
+	}
+	if len(l.Mount) > 0 {
+		parts = append(parts, "mount "+strings.Join(l.Mount, ","))
+	}
+	if l.Readahead > 0 {
+		parts = append(parts, "readahead "+human.Bytes(l.Readahead))
+	}
+	if l.Scheduler != "" {
+		parts = append(parts, "scheduler "+l.Scheduler)
+	}
+	s := strings.Join(parts, ", ")
+	if l.WAL != nil {
+		s += "; WAL " + l.WAL.Line()
+	}
+	return s
+}
