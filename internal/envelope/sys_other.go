@@ -1,0 +1,27 @@
+//go:build !linux
+
+package envelope
+
+import (
+	"errors"
+	"runtime"
+	"syscall"
+)
+
+var errNotLinux = errors.New("envelopes need Linux cgroups")
+
+func writable(string) bool { return false }
+
+func statDevice(string) (bool, uint64, uint64, error) { return false, 0, 0, errNotLinux }
+
+func allowedCPUs() ([]int, error) {
+	out := make([]int, runtime.NumCPU())
+	for i := range out {
+		out[i] = i
+	}
+	return out, nil
+}
+
+func startInCgroup(*syscall.SysProcAttr, int) error { return errNotLinux }
+
+func dropFileCache(string) (int64, error) { return 0, errNotLinux }
