@@ -144,7 +144,11 @@ func TestRunRescuedWhenStoreFills(t *testing.T) {
 		t.Errorf("imported series (csv) differ from the rescued ones (%v):\n%s\n---\n%s", err, csv.stdout, rcsv.String())
 	}
 	show := h.must(0, "results", "show", "1", "--results", good)
-	view := show.stdout[strings.Index(show.stdout, "\n")+1 : strings.Index(show.stdout, "parameters:")]
+	end := strings.Index(show.stdout, "parameters:")
+	if i := strings.Index(show.stdout, "storage under "); i >= 0 && i < end { // results show adds the storage block
+		end = i
+	}
+	view := show.stdout[strings.Index(show.stdout, "\n")+1 : end]
 	// The printed view names no run (0): it was not stored.
 	printed := regexp.MustCompile(`(?m)^( +)0( +tpcb-like)`).ReplaceAllString(r.stdout, "${1}1$2")
 	if !strings.Contains(view, "tps") || !strings.Contains(printed, view) {

@@ -185,6 +185,7 @@ func (s *State) printStorage(raw json.RawMessage) {
 	s.printf("storage under %s (%s on %s):\n", d.Path, d.FSType, d.MountPoint)
 	for _, l := range []struct{ name, v string }{
 		{"layout", env.Layout.Line()},
+		{"envelope", env.Envelope.Line()},
 		{"device", d.Block.DeviceLine()},
 		{"scheduler, readahead", d.Block.SchedulerLine()},
 		{"queue", d.Block.QueueLine()},

@@ -35,7 +35,10 @@ type Snapshot struct {
 	DataDir *FS  `json:"data_dir,omitempty"` // filesystem of the database data directory
 	// Layout is the storage layout the data directory was made on (an
 	// experiment's matrix.storage), nil otherwise.
-	Layout   *Layout   `json:"layout,omitempty"`
+	Layout *Layout `json:"layout,omitempty"`
+	// Envelope is the hardware envelope the server ran in (an
+	// experiment's matrix.envelope), nil otherwise.
+	Envelope *Envelope `json:"envelope,omitempty"`
 	Postgres *Postgres `json:"postgres,omitempty"`
 	Driver   Driver    `json:"driver"` // the tunebench process
 	TakenAt  time.Time `json:"taken_at"`

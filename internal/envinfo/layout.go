@@ -1,6 +1,7 @@
 package envinfo
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -56,4 +57,19 @@ func (l *Layout) Line() string {
 		s += "; WAL " + l.WAL.Line()
 	}
 	return s
+}
+
+// Envelope is the hardware envelope (cgroup limits) the run's server ran
+// in: a line for people and the limits as applied and read back.
+type Envelope struct {
+	Brief  string          `json:"brief"`
+	Record json.RawMessage `json:"record"`
+}
+
+// Line is the envelope in one line ("" when none).
+func (e *Envelope) Line() string {
+	if e == nil {
+		return ""
+	}
+	return e.Brief
 }

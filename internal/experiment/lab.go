@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/envelope"
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/lifecycle"
@@ -109,9 +110,17 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 	if m := spec.Target.Managed; m != nil {
 		ts.DSN = ""
 		ts.Managed = &target.Managed{Dir: dataDir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs}
-		if name, ok := strings.CutPrefix(dataDir, LayoutPrefix); ok {
-			if err := lt.makeLayout(ctx, name, ts.Managed); err != nil {
-				return nil, err
+		if storage, env, ok := ParseGroup(dataDir); ok {
+			ts.Managed.Dir = m.Dir
+			if storage != "" {
+				if err := lt.makeLayout(ctx, storage, ts.Managed); err != nil {
+					return nil, err
+				}
+			}
+			if env != "" {
+				if err := lt.makeEnvelope(env, ts.Managed); err != nil {
+					return nil, errors.Join(err, lt.teardown(context.WithoutCancel(ctx)))
+				}
 			}
 		}
 	}
@@ -174,6 +183,50 @@ func (lt *labTarget) makeLayout(ctx context.Context, name string, m *target.Mana
 	return nil
 }
 
+// makeEnvelope makes the cgroup of envelope name (after sweeping what
+// killed runs left) and has the managed server started inside it.
+func (lt *labTarget) makeEnvelope(name string, m *target.Managed) error {
+	e := lt.lab.Spec.Envelopes[name]
+	if e == nil {
+		return errs.New(errs.KindInternal, "", "envelope %s is not in the file", name)
+	}
+	if removed, err := envelope.Sweep(); err != nil {
+		return err
+	} else if len(removed) > 0 && lt.lab.Log != nil {
+		fmt.Fprintf(lt.lab.Log, "removed %d cgroup(s) an earlier run left: %s\n", len(removed), strings.Join(removed, ", "))
+	}
+	// Pages cached by an earlier server on this directory stay charged to
+	// its cgroup: drop them, so the envelope's memory limit sees its own.
+	if m.Dir != "" {
+		if _, err := os.Stat(m.Dir); err == nil {
+			if _, err := envelope.EvictCache(m.Dir); err != nil {
+				return err
+			}
+		}
+	}
+	g, err := envelope.Create(e)
+	if err != nil {
+		return err
+	}
+	lt.group = g
+	rec := g.Describe()
+	lt.envelope = &rec
+	if lt.lab.Log != nil {
+		fmt.Fprintf(lt.lab.Log, "envelope %s\n", rec.Brief())
+	}
+	m.Wrap = g.Command
+	return nil
+}
+
+// envelopeRecord is what the environment records of an envelope.
+func envelopeRecord(r *envelope.Record) *envinfo.Envelope {
+	if r == nil {
+		return nil
+	}
+	b, _ := json.Marshal(r)
+	return &envinfo.Envelope{Brief: r.Brief(), Record: b}
+}
+
 // layoutRecord is what the environment records of a made layout.
 func layoutRecord(m *layout.Mounted) *envinfo.Layout {
 	if m == nil {
@@ -198,8 +251,12 @@ func layoutRecord(m *layout.Mounted) *envinfo.Layout {
 // temporary directory.
 func (lt *labTarget) teardown(ctx context.Context) error {
 	var err error
+	if lt.group != nil {
+		err = lt.group.Close()
+		lt.group = nil
+	}
 	if lt.layout != nil {
-		err = lt.layout.Teardown(ctx)
+		err = errors.Join(err, lt.layout.Teardown(ctx))
 		lt.layout = nil
 	}
 	if lt.tempDir != "" && err == nil {
@@ -219,6 +276,10 @@ type labTarget struct {
 	// names no target.managed.dir.
 	layout  *layout.Mounted
 	tempDir string
+	// group is the hardware envelope the server runs in (matrix.envelope),
+	// closed after the server stops; envelope is its record.
+	group    *envelope.Group
+	envelope *envelope.Record
 }
 
 // Apply applies a configuration's settings; they stay until Close.
@@ -250,9 +311,14 @@ func (lt *labTarget) Close(ctx context.Context) error {
 	if lt.t != nil {
 		err = lt.t.Close(ctx)
 	}
+	if err != nil && lt.group != nil {
+		// The envelope goes (a process still in it is moved out).
+		err = errors.Join(err, lt.group.Close())
+		lt.group = nil
+	}
 	if err != nil && lt.layout != nil {
 		// The server may still run on the layout: leave it mounted.
-		return errs.Wrap(errs.KindOf(err), err, "stop the server, then unmount "+lt.layout.Dir, "layout %s left in place", lt.layout.Layout.Name)
+		return errs.Wrap(errs.KindOf(err), err, "stop the server, then unmount its layout (the next experiment on it cleans up what is left)", "storage layout %s left in place", lt.layout.Layout.Name)
 	}
 	return errors.Join(err, lt.teardown(ctx))
 }
@@ -350,6 +416,7 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 		Workload: r, Target: lt.t.WithDatabase(lt.lab.Plan.Database), Options: o, Progress: lt.lab.Progress,
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
 		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
+		Envelope: envelopeRecord(lt.envelope),
 	})
 	var res RunResult
 	if sum != nil {

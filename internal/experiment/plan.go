@@ -74,15 +74,49 @@ type Config struct {
 	Values   []KV      `json:"values"`   // matrix values except the x axis, in matrix order
 	Settings []Setting `json:"settings"` // matrix settings of this configuration
 	DataDir  string    `json:"data_dir,omitempty"`
-	Storage  string    `json:"storage,omitempty"` // the storage layout (matrix.storage)
-	Load     Options   `json:"load"`              // load options (defaults included)
-	Options  Options   `json:"options"`           // run options without the x axis (defaults included)
+	Storage  string    `json:"storage,omitempty"`  // the storage layout (matrix.storage)
+	Envelope string    `json:"envelope,omitempty"` // the hardware envelope (matrix.envelope)
+	Load     Options   `json:"load"`               // load options (defaults included)
+	Options  Options   `json:"options"`            // run options without the x axis (defaults included)
 	Baseline bool      `json:"baseline,omitempty"`
 }
 
-// LayoutPrefix marks a Config's DataDir that is a storage layout the Lab
-// makes (matrix.storage), followed by the layout's name.
-const LayoutPrefix = "layout:"
+// LayoutPrefix and EnvelopePrefix mark a Config's DataDir that names the
+// storage layout the Lab makes the server on (matrix.storage) and the
+// hardware envelope it starts it in (matrix.envelope): each distinct pair
+// gets a server of its own.
+const (
+	LayoutPrefix   = "layout:"
+	EnvelopePrefix = "envelope:"
+)
+
+// GroupKey is the DataDir of a configuration with a layout or an envelope.
+func GroupKey(storage, envelope string) string {
+	var parts []string
+	if storage != "" {
+		parts = append(parts, LayoutPrefix+storage)
+	}
+	if envelope != "" {
+		parts = append(parts, EnvelopePrefix+envelope)
+	}
+	return strings.Join(parts, " ")
+}
+
+// ParseGroup reads a DataDir made by GroupKey (ok false for a plain
+// directory).
+func ParseGroup(dataDir string) (storage, envelope string, ok bool) {
+	for _, f := range strings.Fields(dataDir) {
+		switch {
+		case strings.HasPrefix(f, LayoutPrefix):
+			storage, ok = strings.TrimPrefix(f, LayoutPrefix), true
+		case strings.HasPrefix(f, EnvelopePrefix):
+			envelope, ok = strings.TrimPrefix(f, EnvelopePrefix), true
+		default:
+			return "", "", false
+		}
+	}
+	return storage, envelope, ok
+}
 
 // Run is one planned run.
 type Run struct {
@@ -149,24 +183,29 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 	// Dimensions and the cartesian product of the non-x ones.
 	var dims []Dimension
 	for _, d := range s.Matrix {
-		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir", DimStorage: StorageKey}[d.Kind]
+		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir", DimStorage: StorageKey, DimEnvelope: "envelope"}[d.Kind]
 		p.Dimensions = append(p.Dimensions, PlanDim{Name: d.Name, Kind: kind, Values: d.Values, XAxis: d.Name == s.XAxis && d.Kind == DimOption})
 		if d.Kind == DimOption && d.Name == s.XAxis {
 			continue
 		}
 		dims = append(dims, d)
 	}
-	var storageLine, dataDirLine int
+	var storageLine, envelopeLine, dataDirLine int
 	for _, d := range dims {
 		switch d.Kind {
 		case DimStorage:
 			storageLine = d.Line
+		case DimEnvelope:
+			envelopeLine = d.Line
 		case DimDataDir:
 			dataDirLine = d.Line
 		}
 	}
 	if storageLine > 0 && dataDirLine > 0 {
 		pr.addLine(storageLine, "matrix.storage and matrix.data_dir both given: each layout gets its own server directory on its filesystem, so remove matrix.data_dir")
+	}
+	if envelopeLine > 0 && dataDirLine > 0 {
+		pr.addLine(envelopeLine, "matrix.envelope and matrix.data_dir both given: vary one of them (target.managed.dir names the server directory of the envelopes)")
 	}
 	if p.TargetKind == "dsn" {
 		for _, d := range dims {
@@ -228,9 +267,9 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 			case DimDataDir:
 				c.DataDir = v
 			case DimStorage:
-				// One server per layout, made on it: the layout is the
-				// configuration's "data directory" (the Lab makes it).
-				c.Storage, c.DataDir = v, LayoutPrefix+v
+				c.Storage = v
+			case DimEnvelope:
+				c.Envelope = v
 			case DimOption:
 				if opt, _ := w.Option(d.Name); opt.Load {
 					c.Load[d.Name] = v
@@ -238,6 +277,9 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 					c.Options[d.Name] = v
 				}
 			}
+		}
+		if c.Storage != "" || c.Envelope != "" {
+			c.DataDir = GroupKey(c.Storage, c.Envelope)
 		}
 		c.Label = strings.Join(labels, " ")
 		if c.Label == "" {

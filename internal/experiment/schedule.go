@@ -259,8 +259,19 @@ func (p *Plan) DescribeStep(s Step) string {
 		if s.DataDir == "" {
 			return "start a managed server in a temporary directory"
 		}
-		if name, ok := strings.CutPrefix(s.DataDir, LayoutPrefix); ok {
-			return "make storage layout " + name + " and start a managed server on it"
+		if storage, envelope, ok := ParseGroup(s.DataDir); ok {
+			var what []string
+			if storage != "" {
+				what = append(what, "make storage layout "+storage)
+			}
+			start := "start a managed server"
+			if storage != "" {
+				start += " on it"
+			}
+			if envelope != "" {
+				start += " in envelope " + envelope
+			}
+			return strings.Join(append(what, start), " and ")
 		}
 		return "start the managed server in " + s.DataDir
 	case StepLoad:

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tunebench/tunebench/internal/envelope"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/storage/layout"
 )
@@ -30,7 +32,10 @@ type Spec struct {
 	Matrix []Dimension
 	// Layouts are the storage layouts the file declares (`layouts:`),
 	// which matrix.storage names.
-	Layouts     map[string]*layout.Layout
+	Layouts map[string]*layout.Layout
+	// Envelopes are the hardware envelopes the file declares
+	// (`envelopes:`), which matrix.envelope names.
+	Envelopes   map[string]*envelope.Envelope
 	XAxis       string
 	Repetitions int
 	WarmupRuns  int
@@ -118,10 +123,11 @@ const StorageKey = "storage"
 type DimKind int
 
 const (
-	DimSetting DimKind = iota // a server setting (matrix.settings.NAME)
-	DimOption                 // a workload option (matrix.NAME)
-	DimDataDir                // the managed server's directory (matrix.data_dir)
-	DimStorage                // a storage layout the managed server runs on (matrix.storage)
+	DimSetting  DimKind = iota // a server setting (matrix.settings.NAME)
+	DimOption                  // a workload option (matrix.NAME)
+	DimDataDir                 // the managed server's directory (matrix.data_dir)
+	DimStorage                 // a storage layout the managed server runs on (matrix.storage)
+	DimEnvelope                // a hardware envelope the managed server runs in (matrix.envelope)
 )
 
 // Dimension is one matrix key and its values.
@@ -150,7 +156,7 @@ var managedSettings = map[string]bool{
 }
 
 var topKeys = []string{"name", "description", "target", "workload", "matrix", "x_axis", "repetitions",
-	"warmup_runs", "order", "seed", "reset", "reset_every", "cooldown", "baseline", "allow_unknown_settings", "layouts"}
+	"warmup_runs", "order", "seed", "reset", "reset_every", "cooldown", "baseline", "allow_unknown_settings", "layouts", "envelopes"}
 
 // Parse reads an experiment file. Every problem found is reported in one
 // *SpecError whose lines read "file:line: message".
@@ -249,6 +255,33 @@ func Parse(file string, src []byte, cat Catalog) (*Spec, error) {
 		s.Layouts, _, ps = layout.ParseNode(resolve(f.value))
 		for _, pr := range ps {
 			p.addLine(pr.Line, "%s", pr.Msg)
+		}
+	}
+
+	// Hardware envelopes, before the matrix names them.
+	if f, ok := top["envelopes"]; ok {
+		s.Envelopes = map[string]*envelope.Envelope{}
+		if fields, ok := mapping(f.value, "envelopes", p); ok {
+			for _, g := range fields {
+				var spec envelope.Spec
+				if err := decodeStrict(g.value, &spec); err != nil {
+					p.add(g.keyN, "envelope %s: %v (keys: cgroup, memory, cpus, cores, cpuset, io)", g.key, err)
+					continue
+				}
+				spec.Name = g.key
+				e, err := envelope.Parse(spec)
+				if err != nil {
+					ps := envelope.Problems(err)
+					for _, pr := range ps {
+						p.add(g.keyN, "envelope %s: %s", g.key, pr)
+					}
+					if len(ps) == 0 {
+						p.add(g.keyN, "%v", err)
+					}
+					continue
+				}
+				s.Envelopes[g.key] = e
+			}
 		}
 	}
 
@@ -585,7 +618,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 	}
 	var keys []string
 	if s.Workload != nil {
-		keys = append([]string{"settings", "data_dir", StorageKey}, s.Workload.OptionNames()...)
+		keys = append([]string{"settings", "data_dir", StorageKey, "envelope"}, s.Workload.OptionNames()...)
 	}
 	for _, g := range fields {
 		switch {
@@ -647,6 +680,27 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 			}
 			if s.Target.Managed == nil {
 				p.add(g.keyN, "matrix.storage needs a managed target: tunebench makes each layout and starts a server on it")
+			}
+			s.addDim(d, p)
+		case g.key == "envelope":
+			items, ok := list(g.value, "matrix.envelope", p)
+			if !ok {
+				continue
+			}
+			d := Dimension{Kind: DimEnvelope, Name: "envelope", Line: g.keyN.Line}
+			for _, it := range items {
+				v, ok := scalar(it, "matrix.envelope", p)
+				if !ok {
+					continue
+				}
+				if _, known := s.Envelopes[v]; !known {
+					p.add(it, "envelope %q is not among the file's envelopes; declare it under envelopes: {%s: {memory: 2GiB, cpus: 2}} (docs/envelopes.md)", v, v)
+					continue
+				}
+				d.Values = appendUnique(d.Values, v, it, "matrix.envelope", p)
+			}
+			if s.Target.Managed == nil {
+				p.add(g.keyN, "matrix.envelope needs a managed target: tunebench starts the server inside each envelope")
 			}
 			s.addDim(d, p)
 		case g.key == "data_dir":
@@ -807,4 +861,18 @@ func (s *Spec) parseBaseline(f field, p *problems) {
 		}
 		s.Baseline = append(s.Baseline, KV{Name: dim.Name, Value: canon})
 	}
+}
+
+// decodeStrict decodes a YAML node into v, refusing unknown keys.
+func decodeStrict(n *yaml.Node, v any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+	}
+	return nil
 }

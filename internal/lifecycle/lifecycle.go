@@ -71,7 +71,9 @@ type Request struct {
 	Experiment string
 	// Layout is the storage layout the target's data is on, recorded in
 	// the environment (experiments with matrix.storage).
-	Layout    *envinfo.Layout
+	Layout *envinfo.Layout
+	// Envelope is the hardware envelope the target's server runs in.
+	Envelope  *envinfo.Envelope
 	Link      *store.PlanLink
 	Store     *store.Store
 	Version   string

@@ -25,7 +25,7 @@ func envOf(ctx context.Context, req *Request) *envinfo.Snapshot {
 		s = envinfo.Take(ctx, envinfo.Options{Version: req.Version})
 	}
 	if s != nil {
-		s.Layout = req.Layout
+		s.Layout, s.Envelope = req.Layout, req.Envelope
 	}
 	return s
 }

@@ -79,6 +79,7 @@ var envFields = []envField{
 		return s.DataDir.Path
 	}},
 	{"Storage layout", func(s *envinfo.Snapshot) string { return s.Layout.Line() }},
+	{"Hardware envelope", func(s *envinfo.Snapshot) string { return s.Envelope.Line() }},
 	{"Filesystem", func(s *envinfo.Snapshot) string {
 		f := s.DataDir
 		if f == nil {

@@ -39,6 +39,11 @@ func (s *Server) command(ctx context.Context, prog string, args ...string) *exec
 	cmd.Env = childEnv()
 	cmd.SysProcAttr = s.user.sysProcAttr()
 	cmd.WaitDelay = 5 * time.Second
+	if s.wrap != nil {
+		if err := s.wrap(cmd); err != nil {
+			cmd.Err = err // Start returns it
+		}
+	}
 	return cmd
 }
 

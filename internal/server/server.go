@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,6 +51,10 @@ type Options struct {
 	// base settings recorded for the dir; an empty non-nil slice clears them.
 	Config []Setting
 	NoSync bool // initdb --no-sync (faster; for tests and throw-away servers)
+	// Wrap prepares every PostgreSQL command before it starts (initdb,
+	// pg_ctl start and restart): an envelope's Command, so that the
+	// server's processes run inside its cgroup. Nil: none.
+	Wrap func(*exec.Cmd) error
 	// WALDir puts pg_wal in this directory (initdb --waldir) when the data
 	// directory is made: an absolute path, absent or empty (a storage
 	// layout's WAL device). Ignored for an existing data directory.
@@ -78,6 +83,8 @@ type Server struct {
 	mu  sync.Mutex // guards st and log
 	st  state
 	log io.Writer
+	// wrap prepares the commands that start PostgreSQL (Options.Wrap).
+	wrap func(*exec.Cmd) error
 }
 
 // Start prepares the server dir (initdb on first use), starts PostgreSQL,
@@ -167,7 +174,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, errs.Wrap(errs.KindEnvironment, err, "choose another --dir", "cannot create server dir %s", dir)
 	}
 
-	s := &Server{dir: dir, bins: bins, user: u, log: o.Log}
+	s := &Server{dir: dir, bins: bins, user: u, log: o.Log, wrap: o.Wrap}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ package target
 import (
 	"context"
 	"io"
+	"os/exec"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
@@ -135,6 +136,9 @@ type Managed struct {
 	// WALDir puts pg_wal there when the server's data directory is made
 	// (a storage layout's WAL device).
 	WALDir string
+	// Wrap prepares the commands that start the server (a hardware
+	// envelope's cgroup); a server already running cannot be wrapped.
+	Wrap func(*exec.Cmd) error
 }
 
 // Driver opens the targets of one kind of database.

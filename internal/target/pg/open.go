@@ -110,6 +110,10 @@ func openManaged(ctx context.Context, s target.Spec) (*Target, error) {
 	}
 	if srv, err := server.Open(dir); err == nil {
 		if st, err := srv.Status(ctx); err == nil && st.Running {
+			if m.Wrap != nil {
+				return nil, errs.Usage("stop it (tunebench server stop --dir "+dir+"): the experiment starts it inside the envelope",
+					"the server in %s is running, so it cannot be put in a hardware envelope", dir)
+			}
 			if s.Log != nil {
 				srv.SetLog(s.Log)
 			}
@@ -140,7 +144,7 @@ func openManaged(ctx context.Context, s target.Spec) (*Target, error) {
 			}
 		}
 	} else {
-		srv, err := server.Start(ctx, server.Options{Dir: dir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs, Config: base, Log: s.Log, WALDir: m.WALDir})
+		srv, err := server.Start(ctx, server.Options{Dir: dir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs, Config: base, Log: s.Log, WALDir: m.WALDir, Wrap: m.Wrap})
 		if err != nil {
 			if t.tempDir != "" {
 				os.RemoveAll(t.tempDir)

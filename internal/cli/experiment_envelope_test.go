@@ -1,0 +1,113 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/envelope"
+	"github.com/tunebench/tunebench/internal/testutil"
+)
+
+// TestExperimentEnvelope: matrix.envelope starts the managed server inside
+// a cgroup per envelope. With a 128 MiB memory limit (page cache included)
+// and a table larger than that, the group's memory stays under the limit
+// while the run reads it; the envelope is recorded with the run, and no
+// cgroup is left afterwards (issue 14).
+func TestExperimentEnvelope(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	e, err := envelope.Parse(envelope.Spec{Name: "probe", Memory: "128MiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := envelope.Probe(e)
+	if err != nil {
+		t.Skipf("no writable cgroup hierarchy here: %v", err)
+	}
+	h := newHarness(t)
+	work, remove, err := testutil.TempDir("tunebench-envelope-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+	t.Cleanup(func() { envelope.Sweep() }) // what a failed run left
+	results := tempPath(t, "results.db")
+	path := writeExperiment(t, fmt.Sprintf(`name: envelopes
+target:
+  managed: {dir: %s}
+  settings: {shared_buffers: 32MB, maintenance_work_mem: 16MB}
+workload:
+  name: tpcb
+  options: {scale: 12, duration: 3s, script: select-only, clients: 2}
+envelopes:
+  tiny: {memory: 128MiB, cpus: 1}
+matrix:
+  envelope: [tiny]
+`, filepath.Join(work, "srv")))
+
+	// Watch the group's memory while the experiment runs.
+	usageFiles := func() []string {
+		var out []string
+		if version == "v1" {
+			out, _ = filepath.Glob("/sys/fs/cgroup/memory/tunebench/tiny-*/memory.usage_in_bytes")
+		} else {
+			out, _ = filepath.Glob("/sys/fs/cgroup/tunebench/tiny-*/memory.current")
+		}
+		return out
+	}
+	var mu sync.Mutex
+	var peak int64
+	var samples int
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			for _, f := range usageFiles() {
+				if b, err := os.ReadFile(f); err == nil {
+					if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+						mu.Lock()
+						peak, samples = max(peak, n), samples+1
+						mu.Unlock()
+					}
+				}
+			}
+		}
+	}()
+	r := h.run("experiment", "run", path, "--results", results)
+	close(stop)
+	<-done
+	if r.code != 0 {
+		t.Fatalf("want exit 0:\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "start a managed server in envelope tiny") || !strings.Contains(r.stderr, "envelope tiny (cgroup "+version+"): memory 128.0 MiB incl. page cache, 1 CPUs") {
+		t.Errorf("the envelope is not said:\n%s", r.stderr)
+	}
+	if samples < 10 || peak == 0 {
+		t.Fatalf("the group's memory was sampled %d times (peak %d): was the server in it?", samples, peak)
+	}
+	if peak > 128<<20+(1<<20) {
+		t.Errorf("the group's memory peaked at %d bytes, over its 128 MiB limit", peak)
+	}
+	t.Logf("memory peak %.1f MiB of 128 MiB over %d samples", float64(peak)/(1<<20), samples)
+	show := h.must(0, "results", "show", "1", "--results", results)
+	if !strings.Contains(show.stdout, "envelope: tiny (cgroup "+version+"): memory 128.0 MiB incl. page cache") {
+		t.Errorf("results show does not name the envelope:\n%s", show.stdout)
+	}
+	if left := usageFiles(); len(left) > 0 {
+		t.Errorf("cgroups left: %v", left)
+	}
+}
