@@ -42,7 +42,7 @@ func CatalogOf(reg *workload.Registry) Catalog {
 		}
 		_, loads := w.(workload.Loader)
 		ew := &Workload{Name: w.Meta().Name, Description: w.Meta().Description, XAxis: h.XAxis, Metric: h.Metric,
-			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0}
+			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0, OnServer: len(w.Meta().Dialects) > 0}
 		ew.RunTime = func(o Options) (time.Duration, bool) { return workload.RunTimeByRoles(w, o) }
 		if e, ok := w.(workload.Estimator); ok {
 			ew.RunTime, ew.LoadTime, ew.DataBytes = e.RunTime, e.LoadTime, e.DataBytes
