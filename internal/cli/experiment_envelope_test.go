@@ -111,3 +111,75 @@ matrix:
 		t.Errorf("cgroups left: %v", left)
 	}
 }
+
+// TestExperimentEnvelopeFsblog: a workload that runs in tunebench itself
+// (fsblog) is enveloped by tunebench joining the group for the run, and
+// leaving it after. Not parallel: while tunebench (this test process) is
+// in the group, its other tests' memory would count too.
+func TestExperimentEnvelopeFsblog(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	e, err := envelope.Parse(envelope.Spec{Name: "probe", Memory: "512MiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := envelope.Probe(e)
+	if err != nil {
+		t.Skipf("no writable cgroup hierarchy here: %v", err)
+	}
+	h := newHarness(t)
+	work, remove, err := testutil.TempDir("tunebench-envelope-fsblog-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+	t.Cleanup(func() { envelope.Sweep() })
+	results := tempPath(t, "results.db")
+	path := writeExperiment(t, fmt.Sprintf(`name: fsblog-envelope
+target:
+  managed: {dir: %s}
+workload:
+  name: fsblog
+  options: {iterations: 3, interval: 1s, writers: 1, rewriters: 1, commenters: 1, readers: 2}
+envelopes:
+  blog: {memory: 512MiB}
+matrix:
+  envelope: [blog]
+`, filepath.Join(work, "srv")))
+	procs := "/sys/fs/cgroup/memory/tunebench/blog-*/cgroup.procs"
+	if version == "v2" {
+		procs = "/sys/fs/cgroup/tunebench/blog-*/cgroup.procs"
+	}
+	me := strconv.Itoa(os.Getpid())
+	inside := make(chan bool, 1)
+	stop := make(chan struct{})
+	go func() {
+		seen := false
+		defer func() { inside <- seen }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			files, _ := filepath.Glob(procs)
+			for _, f := range files {
+				if b, err := os.ReadFile(f); err == nil && strings.Contains("\n"+string(b), "\n"+me+"\n") {
+					seen = true
+				}
+			}
+		}
+	}()
+	r := h.run("experiment", "run", path, "--results", results)
+	close(stop)
+	if r.code != 0 {
+		t.Fatalf("want exit 0:\n%s", r)
+	}
+	if !<-inside {
+		t.Errorf("tunebench (pid %s) was never in the envelope during the fsblog run", me)
+	}
+	if b, _ := os.ReadFile("/proc/self/cgroup"); strings.Contains(string(b), "tunebench/blog") {
+		t.Errorf("tunebench is still in the envelope after the run:\n%s", b)
+	}
+}

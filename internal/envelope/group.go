@@ -420,6 +420,27 @@ func (g *Group) Add(pid int) error {
 	return nil
 }
 
+// Leave moves a process that Add moved in back to the cgroups this
+// process was in when the group was made (their roots when that fails),
+// with all its threads. Its memory charged inside stays charged there
+// until the group is closed.
+func (g *Group) Leave(pid int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, d := range g.dirs {
+		var err error
+		for _, home := range []string{filepath.Join(d.h.mount, d.h.self), d.h.mount} {
+			if err = writeFile(filepath.Join(home, "cgroup.procs"), strconv.Itoa(pid)); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return errs.Wrap(errs.KindEnvironment, err, "", "envelope %q: move process %d out of %s", g.env.Name, pid, d.path)
+		}
+	}
+	return nil
+}
+
 // Shell is the shell Command wraps a v1 child in.
 const Shell = "/bin/sh"
 

@@ -48,10 +48,6 @@ type Workload struct {
 	// Runnable is false for workloads whose runs cannot execute in this
 	// build yet: their files parse and dry-run, and Execute refuses them.
 	Runnable bool
-	// OnServer is true for workloads that run on the database server: a
-	// hardware envelope around the managed server shapes them (the
-	// directory workloads run in tunebench itself).
-	OnServer bool
 	// RunTime estimates one run (its in-run warm-up or ramp-up included)
 	// from the run's options; known is false when it cannot be told in
 	// advance (a count of transactions instead of a duration).

@@ -10,7 +10,7 @@ import (
 // testCatalog has two workloads shaped like tpcb and tpcc.
 func testCatalog() Catalog {
 	bench := &Workload{
-		Name: "bench", XAxis: "clients", Metric: "tps", Runnable: true, OnServer: true,
+		Name: "bench", XAxis: "clients", Metric: "tps", Runnable: true,
 		Options: []Option{
 			{Name: "scale", Kind: KindInt, Default: "1", Min: 1, HasMin: true, Load: true},
 			{Name: "clients", Kind: KindInt, Default: "1", Min: 1, HasMin: true},

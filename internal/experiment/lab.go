@@ -42,7 +42,7 @@ func CatalogOf(reg *workload.Registry) Catalog {
 		}
 		_, loads := w.(workload.Loader)
 		ew := &Workload{Name: w.Meta().Name, Description: w.Meta().Description, XAxis: h.XAxis, Metric: h.Metric,
-			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0, OnServer: len(w.Meta().Dialects) > 0}
+			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0}
 		ew.RunTime = func(o Options) (time.Duration, bool) { return workload.RunTimeByRoles(w, o) }
 		if e, ok := w.(workload.Estimator); ok {
 			ew.RunTime, ew.LoadTime, ew.DataBytes = e.RunTime, e.LoadTime, e.DataBytes
@@ -412,6 +412,18 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 		o[s.Name] = itoa(req.Seed)
 	}
 	link := req.Link
+	if lt.group != nil && len(lt.w.Meta().Dialects) == 0 {
+		// A workload that runs in tunebench itself (fsblog; storage's fio
+		// is its child): tunebench joins the envelope for the run.
+		if err := lt.group.Add(os.Getpid()); err != nil {
+			return RunResult{}, err
+		}
+		defer func() {
+			if err := lt.group.Leave(os.Getpid()); err != nil && lt.lab.Log != nil {
+				fmt.Fprintf(lt.lab.Log, "warning: %v\n", err)
+			}
+		}()
+	}
 	sum, err := lifecycle.Run(ctx, &lifecycle.Request{
 		Workload: r, Target: lt.t.WithDatabase(lt.lab.Plan.Database), Options: o, Progress: lt.lab.Progress,
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,

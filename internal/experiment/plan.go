@@ -204,9 +204,6 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 	if storageLine > 0 && dataDirLine > 0 {
 		pr.addLine(storageLine, "matrix.storage and matrix.data_dir both given: each layout gets its own server directory on its filesystem, so remove matrix.data_dir")
 	}
-	if envelopeLine > 0 && !w.OnServer {
-		pr.addLine(envelopeLine, "matrix.envelope puts the managed server in each envelope, but %s runs in tunebench itself, which is not enveloped yet; use a database workload", w.Name)
-	}
 	if envelopeLine > 0 && dataDirLine > 0 {
 		pr.addLine(envelopeLine, "matrix.envelope and matrix.data_dir both given: vary one of them (target.managed.dir names the server directory of the envelopes)")
 	}
