@@ -117,9 +117,7 @@ matrix:
 // leaving it after. Not parallel: while tunebench (this test process) is
 // in the group, its other tests' memory would count too.
 func TestExperimentEnvelopeFsblog(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("cgroups need root")
-	}
+	needLoopDevices(t, "mkfs.ext4")
 	e, err := envelope.Parse(envelope.Spec{Name: "probe", Memory: "512MiB"})
 	if err != nil {
 		t.Fatal(err)
@@ -142,11 +140,14 @@ target:
 workload:
   name: fsblog
   options: {iterations: 3, interval: 1s, writers: 1, rewriters: 1, commenters: 1, readers: 2}
+layouts:
+  e4: {loop: 1GiB, filesystem: ext4, mount: [noatime]}
 envelopes:
   blog: {memory: 512MiB}
 matrix:
+  storage: [e4]
   envelope: [blog]
-`, filepath.Join(work, "srv")))
+`, work))
 	procs := "/sys/fs/cgroup/memory/tunebench/blog-*/cgroup.procs"
 	if version == "v2" {
 		procs = "/sys/fs/cgroup/tunebench/blog-*/cgroup.procs"
@@ -181,5 +182,13 @@ matrix:
 	}
 	if b, _ := os.ReadFile("/proc/self/cgroup"); strings.Contains(string(b), "tunebench/blog") {
 		t.Errorf("tunebench is still in the envelope after the run:\n%s", b)
+	}
+	// The blogs were written on the layout's filesystem, recorded.
+	x := h.must(0, "results", "export", "1", "--format", "json", "--results", results)
+	if !strings.Contains(x.stdout, "e4.mnt/server/fsblog") || !strings.Contains(strings.ReplaceAll(x.stdout, " ", ""), `"fs_type":"ext4"`) || !strings.Contains(x.stdout, `"layout"`) {
+		t.Errorf("the fsblog run is not recorded on layout e4:\n%.2000s", x.stdout)
+	}
+	if l := leftovers(t, work); l != "" {
+		t.Errorf("left behind:\n%s", l)
 	}
 }

@@ -56,4 +56,26 @@ matrix:
 			t.Errorf("want %q, got %v", b.want, err)
 		}
 	}
+
+	// Without reuse each configuration gets a fresh filesystem; with
+	// reuse: true the layout's configurations share one.
+	for _, c := range []struct {
+		reuse  string
+		groups int
+	}{{"", 4}, {", reuse: true", 2}} {
+		src := "name: r\nworkload: {name: bench, options: {duration: 2s}}\nlayouts:\n  e4: {loop: 256MiB, filesystem: ext4" + c.reuse +
+			"}\n  x: {loop: 320MiB, filesystem: xfs" + c.reuse + "}\nmatrix:\n  storage: [e4, x]\n  work_mem_dummy: [1]\n"
+		src = strings.Replace(src, "  work_mem_dummy: [1]\n", "  settings: {work_mem: [4MB, 8MB]}\n", 1)
+		p := mustPlan(t, src, 1)
+		groups := map[string]bool{}
+		for _, cf := range p.Configs {
+			groups[cf.DataDir] = true
+			if s, _, ok := ParseGroup(cf.DataDir); !ok || s != cf.Storage {
+				t.Errorf("config %s: %q does not parse", cf.Label, cf.DataDir)
+			}
+		}
+		if len(groups) != c.groups {
+			t.Errorf("reuse %q: %d server groups, want %d: %v", c.reuse, len(groups), c.groups, groups)
+		}
+	}
 }

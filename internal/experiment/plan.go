@@ -88,6 +88,9 @@ type Config struct {
 const (
 	LayoutPrefix   = "layout:"
 	EnvelopePrefix = "envelope:"
+	// configPrefix makes the group of one configuration (a layout made
+	// fresh for it).
+	configPrefix = "config:"
 )
 
 // GroupKey is the DataDir of a configuration with a layout or an envelope.
@@ -111,6 +114,7 @@ func ParseGroup(dataDir string) (storage, envelope string, ok bool) {
 			storage, ok = strings.TrimPrefix(f, LayoutPrefix), true
 		case strings.HasPrefix(f, EnvelopePrefix):
 			envelope, ok = strings.TrimPrefix(f, EnvelopePrefix), true
+		case strings.HasPrefix(f, configPrefix):
 		default:
 			return "", "", false
 		}
@@ -280,6 +284,11 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 		}
 		if c.Storage != "" || c.Envelope != "" {
 			c.DataDir = GroupKey(c.Storage, c.Envelope)
+			if l := s.Layouts[c.Storage]; l != nil && !l.Reuse {
+				// A fresh filesystem per configuration (the studies made
+				// a new one each time); reuse: true shares the layout's.
+				c.DataDir += " " + configPrefix + strconv.Itoa(ci)
+			}
 		}
 		c.Label = strings.Join(labels, " ")
 		if c.Label == "" {

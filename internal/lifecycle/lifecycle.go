@@ -299,6 +299,10 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 	sum.Workload = req.Workload.Meta().Name
 	if m.Env == nil {
 		m.Env = envOf(bg, req)
+	} else {
+		// The workload's own snapshot (of its directory): what the run
+		// was made in is the lifecycle's to add.
+		m.Env.Layout, m.Env.Envelope = req.Layout, req.Envelope
 	}
 	id, serr := save(bg, req, r, sum, m.Env, m.Check, append(m.Series, sampled...), m.Histograms)
 	if serr != nil && req.rescued == nil { // a rescued run still ends with its own exit code

@@ -41,8 +41,9 @@ type Layout struct {
 	// WAL is a layout for pg_wal (initdb --waldir); nil keeps it in the
 	// data directory.
 	WAL *Layout `json:"wal,omitempty"`
-	// Reuse keeps the filesystem across the runs of a configuration (the
-	// default makes a fresh one per run).
+	// Reuse keeps one filesystem for all the configurations on the layout
+	// in an experiment (the default makes a fresh one per configuration;
+	// its repetitions and warm-up runs share it).
 	Reuse bool `json:"reuse,omitempty"`
 	// Keep leaves the loop file in place after teardown.
 	Keep bool `json:"keep,omitempty"`
