@@ -63,8 +63,19 @@ matrix:
 		}
 		return out
 	}
+	// The limit was reached (the kernel then reclaims: failcnt counts it),
+	// which shows the server's pages are charged to the group.
+	hitFiles := func() []string {
+		var out []string
+		if version == "v1" {
+			out, _ = filepath.Glob("/sys/fs/cgroup/memory/tunebench/tiny-*/memory.failcnt")
+		} else {
+			out, _ = filepath.Glob("/sys/fs/cgroup/tunebench/tiny-*/memory.events")
+		}
+		return out
+	}
 	var mu sync.Mutex
-	var peak int64
+	var peak, hits int64
 	var samples int
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -75,6 +86,21 @@ matrix:
 			case <-stop:
 				return
 			case <-time.After(50 * time.Millisecond):
+			}
+			for _, f := range hitFiles() {
+				if b, err := os.ReadFile(f); err == nil {
+					v := strings.TrimSpace(string(b))
+					for _, line := range strings.Split(v, "\n") { // v2: "max N" in memory.events
+						if f := strings.Fields(line); len(f) == 2 && f[0] == "max" {
+							v = f[1]
+						}
+					}
+					if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+						mu.Lock()
+						hits = max(hits, n)
+						mu.Unlock()
+					}
+				}
 			}
 			for _, f := range usageFiles() {
 				if b, err := os.ReadFile(f); err == nil {
@@ -98,6 +124,9 @@ matrix:
 	}
 	if samples < 10 || peak == 0 {
 		t.Fatalf("the group's memory was sampled %d times (peak %d): was the server in it?", samples, peak)
+	}
+	if hits == 0 {
+		t.Errorf("the group never reached its limit (peak %d bytes): the server's pages were not charged to it", peak)
 	}
 	if peak > 128<<20+(1<<20) {
 		t.Errorf("the group's memory peaked at %d bytes, over its 128 MiB limit", peak)

@@ -528,3 +528,35 @@ func TestEnvelopeOverhead(t *testing.T) {
 		dev, pairs, mean(free), slices.Min(free), slices.Max(free), g.Describe().Brief(), mean(env), slices.Min(env), slices.Max(env),
 		(ratios[pairs/2-1]+ratios[pairs/2])/2, ratios[0], ratios[pairs-1])
 }
+
+// Leave moves a process Add moved in back out, while the group stays.
+func TestAddLeave(t *testing.T) {
+	needRoot(t)
+	e := mustParse(t, Spec{Name: "leave-test", Memory: "128MiB"})
+	if _, err := Probe(e); err != nil {
+		t.Skip(err)
+	}
+	g := newGroup(t, e)
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	pid := sleeper.Process.Pid
+	if err := g.Add(pid); err != nil {
+		t.Fatal(err)
+	}
+	if pids, _ := g.Pids(); len(pids) != 1 || pids[0] != pid {
+		t.Fatalf("after Add: Pids = %v, want [%d]", pids, pid)
+	}
+	if err := g.Leave(pid); err != nil {
+		t.Fatal(err)
+	}
+	if pids, _ := g.Pids(); len(pids) != 0 {
+		t.Errorf("after Leave: Pids = %v, want none", pids)
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if strings.Contains(string(b), ParentName) {
+		t.Errorf("the process is still in a tunebench cgroup after Leave:\n%s", b)
+	}
+}

@@ -43,6 +43,7 @@ matrix:
 		{strings.Replace(src, "filesystem: xfs", "filesystem: xfz", 1), `exp.yaml:5: layout x: unknown filesystem "xfz"`},
 		{strings.Replace(src, "envelope: [small, big]", "data_dir: [/a, /b]", 1), `matrix.storage and matrix.data_dir both given`},
 		{strings.Replace(src, "name: lab\n", "name: lab\ntarget: {dsn: 'host=127.0.0.1'}\n", 1), `matrix.storage needs a managed target`},
+		{strings.Replace(src, "filesystem: ext4}", "filesystem: ext4, keep: true}", 1), `keeps its loop file, but without target.managed.dir`},
 	}
 	for _, b := range bad {
 		_, err := Parse("exp.yaml", []byte(b.src), testCatalog())

@@ -676,6 +676,9 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 					}
 					continue
 				}
+				if l := s.Layouts[v]; (l.Keep || (l.WAL != nil && l.WAL.Keep)) && (s.Target.Managed == nil || s.Target.Managed.Dir == "") {
+					p.add(it, "storage layout %q keeps its loop file, but without target.managed.dir the loop files go in a temporary directory removed at the end: set target.managed.dir", v)
+				}
 				d.Values = appendUnique(d.Values, v, it, "matrix.storage", p)
 			}
 			if s.Target.Managed == nil {

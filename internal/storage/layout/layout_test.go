@@ -2,6 +2,7 @@ package layout
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -328,6 +329,84 @@ func TestVolumes(t *testing.T) {
 		err := Installed(f.Layouts["lv"])
 		if err == nil || !strings.Contains(err.Error(), "this kernel offers no device-mapper") {
 			t.Errorf("LVM without device-mapper: %v", err)
+		}
+	}
+}
+
+// Sweep cleans up only what a dead process recorded; a file tunebench did
+// not make is never touched, and a layout a live process uses is refused.
+// A device the kernel holds is refused even where the mount table does not
+// name it (btrfs).
+func TestSweepAndClaims(t *testing.T) {
+	needLoop(t)
+	work := t.TempDir()
+	ctx := context.Background()
+	o := Options{WorkDir: work}
+	// A user's files with a layout's names, and no record: untouched.
+	for _, n := range []string{"x.img", "x.1.img"} {
+		if err := os.WriteFile(filepath.Join(work, n), []byte("mine"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := &Layout{Name: "x", LoopSize: 64 << 20, Filesystem: "ext4"}
+	if err := Sweep(ctx, x, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"x.img", "x.1.img"} {
+		if _, err := os.Stat(filepath.Join(work, n)); err != nil {
+			t.Errorf("Sweep removed %s, which tunebench did not make", n)
+		}
+	}
+	if _, err := Provision(ctx, x, o); err == nil || !strings.Contains(err.Error(), "making the loop file") {
+		t.Errorf("provisioning over a user's file: %v", err)
+	}
+
+	// A layout made by a process that then died: swept.
+	y := &Layout{Name: "y", LoopSize: 64 << 20, Filesystem: "ext4"}
+	m, err := Provision(ctx, y, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Teardown(context.Background()) })
+	dev := m.Device
+	// A live other owner: refused.
+	rewrite := func(pid int) {
+		b, _ := os.ReadFile(statePath(work, "y"))
+		var r record
+		json.Unmarshal(b, &r)
+		r.PID, r.Start = pid, 0
+		b, _ = json.Marshal(r)
+		os.WriteFile(statePath(work, "y"), b, 0o600)
+	}
+	rewrite(os.Getppid())
+	if err := Sweep(ctx, y, o); err == nil || !strings.Contains(err.Error(), "in use by another tunebench process") {
+		t.Errorf("a live owner's layout: %v", err)
+	}
+	cmd := exec.Command("true")
+	cmd.Run()
+	rewrite(cmd.Process.Pid)
+	if err := Sweep(ctx, y, o); err != nil {
+		t.Fatal(err)
+	}
+	if mounted(t, m.Dir) || attached(t, dev) {
+		t.Errorf("a dead owner's layout is still mounted or attached")
+	}
+	if _, err := os.Stat(m.Backing); err == nil {
+		t.Errorf("its loop file is left")
+	}
+	if _, err := os.Stat(statePath(work, "y")); err == nil {
+		t.Errorf("its record is left")
+	}
+
+	// btrfs: mounted, yet its mount table entry names no device.
+	if _, err := lookPath("mkfs.btrfs"); err == nil {
+		b, err := Provision(ctx, &Layout{Name: "b", LoopSize: 256 << 20, Filesystem: "btrfs"}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Teardown(context.Background())
+		if err := SafeDevice(b.Device); err == nil {
+			t.Errorf("a device holding a mounted btrfs passed the safety check")
 		}
 	}
 }

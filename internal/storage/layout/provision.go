@@ -86,6 +86,7 @@ type Mounted struct {
 	prevSched string
 	undo      []undoStep
 	o         Options
+	rec       *record // what has been made, as written for Sweep
 }
 
 type undoStep struct {
@@ -124,6 +125,18 @@ func Provision(ctx context.Context, l *Layout, o Options) (m *Mounted, err error
 		}
 	}
 	m = &Mounted{Layout: l, o: o}
+	if !o.dry() {
+		if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+			return nil, errs.Wrap(errs.KindEnvironment, err, "", "making %s", o.WorkDir)
+		}
+		if _, err := os.Stat(statePath(o.WorkDir, l.Name)); err == nil {
+			return nil, errs.Usage("let tunebench clean it up first (experiments do: layout.Sweep), or remove it by hand",
+				"layout %s: %s exists: an earlier run left the layout made", l.Name, statePath(o.WorkDir, l.Name))
+		}
+	}
+	if err := m.note(func(*record) {}); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			if terr := m.Teardown(context.WithoutCancel(ctx)); terr != nil {
@@ -203,6 +216,12 @@ func (m *Mounted) Teardown(ctx context.Context) error {
 		}
 	}
 	m.undo = nil
+	if len(problems) == 0 && m.rec != nil {
+		// All undone: the record goes. Otherwise it stays for Sweep.
+		if err := ignoreMissing(os.Remove(statePath(m.o.WorkDir, m.Layout.Name))); err != nil {
+			problems = append(problems, err)
+		}
+	}
 	if len(problems) > 0 {
 		return errs.Wrap(errs.KindEnvironment, errors.Join(problems...),
 			"see `findmnt` and `losetup -a` for what is left, and undo it by hand", "tearing down layout %s", m.Layout.Name)
@@ -258,10 +277,10 @@ func (m *Mounted) loop(ctx context.Context, path string) (string, error) {
 	if m.Backing == "" {
 		m.Backing = path
 	}
+	if err := m.note(func(r *record) { r.Files = append(r.Files, path) }); err != nil {
+		return "", err
+	}
 	if !o.dry() {
-		if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
-			return "", errs.Wrap(errs.KindEnvironment, err, "", "making %s", o.WorkDir)
-		}
 		// A kept loop file is made again in place; any other must be new
 		// (never erase a file that happens to have the name).
 		flags := os.O_CREATE | os.O_WRONLY
@@ -308,7 +327,14 @@ func (m *Mounted) loop(ctx context.Context, path string) (string, error) {
 // initialisation off (merged into the layout's own -E).
 func mkfsArgs(l *Layout, dev string) []string {
 	args := []string{Filesystems[l.Filesystem]}
-	extra := append([]string(nil), l.Mkfs...)
+	var extra []string
+	for _, a := range l.Mkfs { // -Estride=16 is -E stride=16
+		if len(a) > 2 && (strings.HasPrefix(a, "-E") || strings.HasPrefix(a, "-O")) && (l.Filesystem == "ext2" || l.Filesystem == "ext3" || l.Filesystem == "ext4") {
+			extra = append(extra, a[:2], a[2:])
+			continue
+		}
+		extra = append(extra, a)
+	}
 	switch l.Filesystem {
 	case "ext2", "ext3", "ext4":
 		args = append(args, "-F", "-q")
@@ -357,33 +383,50 @@ func (m *Mounted) tune(ctx context.Context) error {
 		})
 	}
 	if l.Scheduler != "" {
-		path, err := schedulerPath(m.Device)
-		if o.dry() {
-			path, err = "/sys/block/"+filepath.Base(m.Device)+"/queue/scheduler", nil
+		// An md array or a logical volume has no scheduler of its own:
+		// it goes on the devices under it.
+		devs := []string{m.Device}
+		if l.RAID != nil || l.LVM != nil {
+			devs = m.Members
 		}
-		if err != nil {
-			return err
+		for _, d := range devs {
+			if err := m.setScheduler(ctx, d); err != nil {
+				return err
+			}
 		}
-		if o.dry() {
-			o.Run.Run(ctx, "echo", l.Scheduler, ">", path)
-			return nil
-		}
-		cur, avail, err := readScheduler(path)
-		if err != nil {
-			return err
-		}
-		if !contains(avail, l.Scheduler) {
-			return errs.Usage("use one of "+strings.Join(avail, ", ")+" (or load the scheduler's module)",
-				"layout %s: scheduler %s is not available for %s", l.Name, l.Scheduler, m.Device)
-		}
-		m.prevSched = cur
-		if err := os.WriteFile(path, []byte(l.Scheduler), 0); err != nil {
-			return errs.Wrap(errs.KindEnvironment, err, "", "setting the scheduler of %s", m.Device)
-		}
-		m.push("restore the scheduler of "+m.Device, func(context.Context) error {
-			return os.WriteFile(path, []byte(cur), 0)
-		})
 	}
+	return nil
+}
+
+// setScheduler selects the layout's scheduler on dev, remembering its own.
+func (m *Mounted) setScheduler(ctx context.Context, dev string) error {
+	l, o := m.Layout, m.o
+	path, err := schedulerPath(dev)
+	if o.dry() {
+		path, err = "/sys/block/"+filepath.Base(dev)+"/queue/scheduler", nil
+	}
+	if err != nil {
+		return err
+	}
+	if o.dry() {
+		o.Run.Run(ctx, "echo", l.Scheduler, ">", path)
+		return nil
+	}
+	cur, avail, err := readScheduler(path)
+	if err != nil {
+		return err
+	}
+	if !contains(avail, l.Scheduler) {
+		return errs.Usage("use one of "+strings.Join(avail, ", ")+" (or load the scheduler's module)",
+			"layout %s: scheduler %s is not available for %s", l.Name, l.Scheduler, dev)
+	}
+	m.prevSched = cur
+	if err := os.WriteFile(path, []byte(l.Scheduler), 0); err != nil {
+		return errs.Wrap(errs.KindEnvironment, err, "", "setting the scheduler of %s", dev)
+	}
+	m.push("restore the scheduler of "+dev, func(context.Context) error {
+		return os.WriteFile(path, []byte(cur), 0)
+	})
 	return nil
 }
 
@@ -428,7 +471,7 @@ func sysDir(dev string) (string, error) {
 	if err := syscall.Stat(dev, &st); err != nil {
 		return "", errs.Wrap(errs.KindUsage, err, "check the path", "device %s", dev)
 	}
-	link := fmt.Sprintf("/sys/dev/block/%d:%d", major(st.Rdev), minor(st.Rdev))
+	link := fmt.Sprintf("/sys/dev/block/%d:%d", major(uint64(st.Rdev)), minor(uint64(st.Rdev)))
 	p, err := filepath.EvalSymlinks(link)
 	if err != nil {
 		return "", errs.Wrap(errs.KindEnvironment, err, "", "finding %s in /sys", dev)
@@ -473,83 +516,6 @@ func Plan(ctx context.Context, l *Layout, o Options) ([]string, error) {
 	d.Commands = append(d.Commands, "# teardown")
 	err = m.Teardown(ctx)
 	return d.Commands, err
-}
-
-// Sweep removes what a killed run left of layout l in workDir: its mount
-// points unmounted, the loop devices on its loop files detached, the loop
-// files removed (the WAL layout's too). It says what it found.
-func Sweep(ctx context.Context, l *Layout, o Options) error {
-	if o.Run == nil {
-		o.Run = ExecRunner{}
-	}
-	var problems []error
-	for each := l; each != nil; each = each.WAL {
-		mnt := filepath.Join(o.WorkDir, each.Name+".mnt")
-		if isMountPoint(mnt) {
-			o.logf("layout %s: unmounting %s, left by an earlier run", each.Name, mnt)
-			if err := unmount(ctx, o.Run, mnt); err != nil {
-				problems = append(problems, err)
-			}
-		}
-		if each.RAID != nil {
-			md := "/dev/md/" + volumeName(each)
-			if _, err := os.Stat(md); err == nil {
-				o.logf("layout %s: stopping %s, left by an earlier run", each.Name, md)
-				if _, err := o.Run.Run(ctx, "mdadm", "--stop", md); err != nil {
-					problems = append(problems, err)
-				}
-			}
-		}
-		if each.LVM != nil {
-			vg := "/dev/" + volumeName(each)
-			if _, err := os.Stat(vg); err == nil {
-				o.logf("layout %s: removing volume group %s, left by an earlier run", each.Name, volumeName(each))
-				if _, err := o.Run.Run(ctx, "vgremove", "-y", "-q", volumeName(each)); err != nil {
-					problems = append(problems, err)
-				}
-			}
-		}
-		imgs, _ := filepath.Glob(filepath.Join(o.WorkDir, each.Name+".*img"))
-		for _, img := range imgs {
-			// Its own files only: NAME.img, NAME.0.img (not NAME.wal.img).
-			rest := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(img), each.Name+"."), "img")
-			if _, err := strconv.Atoi(strings.TrimSuffix(rest, ".")); rest != "" && err != nil {
-				continue
-			}
-			problems = append(problems, sweepLoopFile(ctx, each, img, o)...)
-		}
-	}
-	if len(problems) > 0 {
-		return errs.Wrap(errs.KindEnvironment, errors.Join(problems...), "see `findmnt` and `losetup -a`, and undo it by hand",
-			"cleaning up what an earlier run left of layout %s", l.Name)
-	}
-	return nil
-}
-
-// sweepLoopFile detaches the loop devices on a loop file a killed run left
-// and removes it (unless the layout keeps it).
-func sweepLoopFile(ctx context.Context, each *Layout, img string, o Options) []error {
-	var problems []error
-	{
-		out, err := o.Run.Run(ctx, "losetup", "-j", img)
-		if err != nil {
-			return []error{err}
-		}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			if dev, _, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(dev, "/dev/loop") {
-				o.logf("layout %s: detaching %s, left by an earlier run", each.Name, dev)
-				if _, err := o.Run.Run(ctx, "losetup", "-d", dev); err != nil {
-					problems = append(problems, err)
-				}
-			}
-		}
-		if !each.Keep {
-			if err := ignoreMissing(os.Remove(img)); err != nil {
-				problems = append(problems, err)
-			}
-		}
-	}
-	return problems
 }
 
 // isMountPoint reports whether dir is a mount point (in this process's

@@ -52,9 +52,29 @@ func SafeDevice(dev string) error {
 			}
 		}
 	}
-	if h, _ := os.ReadDir(filepath.Join(sys, "holders")); len(h) > 0 {
-		return errs.Usage("stop what is built on it first (mdadm --stop, vgchange -an), or name another device",
-			"%s is part of /dev/%s (md RAID, device-mapper or LVM)", dev, h[0].Name())
+	// The device and, for a whole disk, each partition: something built
+	// on it (md, dm, LVM, LUKS), or held by the kernel (mounted, swap, an
+	// array member) even where the mount table does not say so (btrfs).
+	parts := []string{sys}
+	if disk == sys {
+		if entries, err := os.ReadDir(disk); err == nil {
+			for _, e := range entries {
+				if _, err := os.Stat(filepath.Join(disk, e.Name(), "partition")); err == nil {
+					parts = append(parts, filepath.Join(disk, e.Name()))
+				}
+			}
+		}
+	}
+	for _, p := range parts {
+		name := filepath.Base(p)
+		if h, _ := os.ReadDir(filepath.Join(p, "holders")); len(h) > 0 {
+			return errs.Usage("stop what is built on it first (mdadm --stop, vgchange -an, cryptsetup close), or name another device",
+				"%s: /dev/%s is part of /dev/%s (md RAID, device-mapper, LVM or an encrypted volume)", dev, name, h[0].Name())
+		}
+		if claimed("/dev/" + name) {
+			return errs.Usage("unmount it or stop what uses it, or name another device",
+				"%s: /dev/%s is in use (the kernel holds it: mounted, swap, or a member of an array)", dev, name)
+		}
 	}
 	return nil
 }
@@ -107,7 +127,7 @@ func rootDisk() (string, bool) {
 	if err := syscall.Stat("/", &st); err != nil {
 		return "", false
 	}
-	p, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", major(st.Dev), minor(st.Dev)))
+	p, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", major(uint64(st.Dev)), minor(uint64(st.Dev))))
 	if err != nil {
 		return "", false
 	}

@@ -158,6 +158,9 @@ func (m *Mounted) raid(ctx context.Context, members []string) error {
 		args = append(args, "--assume-clean") // no initial resync competing with the runs
 	}
 	args = append(args, members...)
+	if err := m.note(func(r *record) { r.MD = md }); err != nil {
+		return err
+	}
 	if _, err := o.Run.Run(ctx, args...); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "", "creating the md array of layout %s", l.Name)
 	}
@@ -183,6 +186,9 @@ func (m *Mounted) lvm(ctx context.Context, members []string) error {
 		_, err := o.Run.Run(ctx, append([]string{"pvremove", "-y", "-q"}, members...)...)
 		return err
 	})
+	if err := m.note(func(r *record) { r.VG = vg }); err != nil {
+		return err
+	}
 	if _, err := o.Run.Run(ctx, append([]string{"vgcreate", "-q", vg}, members...)...); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "", "vgcreate for layout %s", l.Name)
 	}
