@@ -151,3 +151,52 @@ order: sequential
 		t.Errorf("after the resume:\n%s", l)
 	}
 }
+
+// The whole plan's layouts are checked before anything starts: a device
+// without --allow-destroy, or a RAID layout on a kernel without md, stops
+// the experiment before it is stored (issue 14).
+func TestExperimentPreflight(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	results := tempPath(t, "results.db")
+	path := writeExperiment(t, `name: preflight
+target:
+  managed: {dir: /var/tmp/tunebench/never-made}
+workload:
+  name: tpcb
+  options: {scale: 1, duration: 1s}
+layouts:
+  fine: {loop: 256MiB, filesystem: ext4}
+  disk: {devices: [/dev/null], filesystem: ext4}
+matrix:
+  storage: [fine, disk]
+`)
+	r := h.must(2, "experiment", "run", path, "--results", results)
+	if !strings.Contains(r.stderr, "this machine cannot run experiment preflight as planned (nothing was started)") ||
+		!strings.Contains(r.stderr, "--allow-destroy") || !strings.Contains(r.stderr, "/dev/null is not a block device") ||
+		strings.Contains(r.stderr, "make storage layout") {
+		t.Errorf("preflight:\n%s", r)
+	}
+	if _, err := os.Stat("/var/tmp/tunebench/never-made"); err == nil {
+		t.Errorf("the preflight made the work directory")
+	}
+	if _, err := os.Stat("/proc/mdstat"); err != nil {
+		raid := strings.Replace(strings.Replace(string(mustRead(t, path)), "disk: {devices: [/dev/null], filesystem: ext4}", "md: {loop: 256MiB, filesystem: ext4, raid: {level: 0, members: 2}}", 1), "[fine, disk]", "[fine, md]", 1)
+		if err := os.WriteFile(path, []byte(raid), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r = h.must(6, "experiment", "run", path, "--results", results)
+		if !strings.Contains(r.stderr, "this kernel offers no md software RAID") {
+			t.Errorf("RAID without md:\n%s", r)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

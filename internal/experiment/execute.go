@@ -27,6 +27,12 @@ type Env interface {
 	Open(ctx context.Context, dataDir string) (Target, error)
 }
 
+// Preflighter is an Env that can check, before an experiment starts,
+// that the machine offers what the whole plan needs.
+type Preflighter interface {
+	Preflight(ctx context.Context, p *Plan) error
+}
+
 // Target is one server for the runs of one data directory.
 type Target interface {
 	// Apply makes settings effective (a reload, or a restart when a
@@ -149,6 +155,14 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 	if p.workload != nil && !p.workload.Runnable {
 		return out, errs.Usage("use --dry-run to see the plan; the workload's runs land with its own command",
 			"workload %s cannot run in experiments in this build yet", p.Workload)
+	}
+	if pf, ok := r.Env.(Preflighter); ok {
+		// What the machine must offer for the whole plan, before anything
+		// is stored or started: a layout that cannot be made fails now,
+		// not when its configuration comes up hours later.
+		if err := pf.Preflight(ctx, p); err != nil {
+			return out, err
+		}
 	}
 	clock := r.Clock
 	if clock == nil {

@@ -266,6 +266,45 @@ func (lt *labTarget) teardown(ctx context.Context) error {
 	return err
 }
 
+// Preflight checks what the plan's storage layouts and envelopes need of
+// this machine: the mkfs, md or device-mapper and tools of each layout,
+// the safety of every device it names and --allow-destroy for them, and a
+// writable cgroup hierarchy with the controllers of each envelope.
+func (l *Lab) Preflight(_ context.Context, p *Plan) error {
+	seenL, seenE := map[string]bool{}, map[string]bool{}
+	var problems []error
+	for _, c := range p.Configs {
+		if name := c.Storage; name != "" && !seenL[name] {
+			seenL[name] = true
+			for each := l.Spec.Layouts[name]; each != nil; each = each.WAL {
+				if err := layout.Installed(each); err != nil {
+					problems = append(problems, err)
+				}
+				if len(each.Devices) > 0 && !l.AllowDestroy {
+					problems = append(problems, errs.Usage("give --allow-destroy to let tunebench erase them, or use loop: SIZE",
+						"layout %s would make a filesystem on %s, erasing what it holds", each.Name, strings.Join(each.Devices, ", ")))
+				}
+				for _, d := range each.Devices {
+					if err := layout.SafeDevice(d); err != nil {
+						problems = append(problems, err)
+					}
+				}
+			}
+		}
+		if name := c.Envelope; name != "" && !seenE[name] {
+			seenE[name] = true
+			if _, err := envelope.Probe(l.Spec.Envelopes[name]); err != nil {
+				problems = append(problems, err)
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return errs.Wrap(errs.KindOf(problems[0]), errors.Join(problems...), errs.HintOf(problems[0]),
+		"this machine cannot run experiment %s as planned (nothing was started)", p.Name)
+}
+
 // labTarget is one server for the orchestrator.
 type labTarget struct {
 	lab *Lab
