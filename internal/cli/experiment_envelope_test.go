@@ -133,7 +133,8 @@ matrix:
 	}
 	t.Logf("memory peak %.1f MiB of 128 MiB over %d samples", float64(peak)/(1<<20), samples)
 	show := h.must(0, "results", "show", "1", "--results", results)
-	if !strings.Contains(show.stdout, "envelope: tiny (cgroup "+version+"): memory 128.0 MiB incl. page cache") {
+	if !strings.Contains(show.stdout, "envelope: tiny (cgroup "+version+"): memory 128.0 MiB incl. page cache") ||
+		!strings.Contains(show.stdout, "; during the run: ") || !strings.Contains(show.stdout, "memory limit hits") {
 		t.Errorf("results show does not name the envelope:\n%s", show.stdout)
 	}
 	if left := usageFiles(); len(left) > 0 {

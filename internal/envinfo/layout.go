@@ -64,12 +64,20 @@ func (l *Layout) Line() string {
 type Envelope struct {
 	Brief  string          `json:"brief"`
 	Record json.RawMessage `json:"record"`
+	// Usage is what the run used of it: the group's counters before and
+	// after the run; UsageLine says it in one line (limit hits, OOM kills,
+	// CPU throttling during the run, the memory peak so far).
+	Usage     json.RawMessage `json:"usage,omitempty"`
+	UsageLine string          `json:"usage_line,omitempty"`
 }
 
 // Line is the envelope in one line ("" when none).
 func (e *Envelope) Line() string {
 	if e == nil {
 		return ""
+	}
+	if e.UsageLine != "" {
+		return e.Brief + "; during the run: " + e.UsageLine
 	}
 	return e.Brief
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tunebench/tunebench/internal/envelope"
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/human"
 	"github.com/tunebench/tunebench/internal/lifecycle"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/redact"
@@ -216,6 +217,40 @@ func (lt *labTarget) makeEnvelope(name string, m *target.Managed) error {
 	}
 	m.Wrap = g.Command
 	return nil
+}
+
+// usageSince reads the envelope's counters now and returns what reads
+// them again at the run's end and says the difference (nil without an
+// envelope).
+func (lt *labTarget) usageSince() func() (json.RawMessage, string) {
+	g := lt.group
+	if g == nil {
+		return nil
+	}
+	before, err := g.Usage()
+	if err != nil {
+		return nil
+	}
+	return func() (json.RawMessage, string) {
+		after, err := g.Usage()
+		if err != nil {
+			return nil, ""
+		}
+		b, _ := json.Marshal(map[string]envelope.Usage{"before": before, "after": after})
+		return b, usageLine(before, after)
+	}
+}
+
+// usageLine says in one line what a run used of its envelope.
+func usageLine(before, after envelope.Usage) string {
+	var parts []string
+	if m, m0 := after.Memory, before.Memory; m != nil && m0 != nil {
+		parts = append(parts, fmt.Sprintf("%d memory limit hits, %d OOM kills, peak %s", m.LimitHits-m0.LimitHits, m.OOMKills-m0.OOMKills, human.Bytes(m.PeakBytes)))
+	}
+	if c, c0 := after.CPU, before.CPU; c != nil && c0 != nil && c.Throttled > c0.Throttled {
+		parts = append(parts, fmt.Sprintf("CPU throttled %.1f s", (c.Throttled-c0.Throttled).Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // envelopeRecord is what the environment records of an envelope.
@@ -467,7 +502,7 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 		Workload: r, Target: lt.t.WithDatabase(lt.lab.Plan.Database), Options: o, Progress: lt.lab.Progress,
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
 		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
-		Envelope: envelopeRecord(lt.envelope),
+		Envelope: envelopeRecord(lt.envelope), EnvelopeUsage: lt.usageSince(),
 	})
 	var res RunResult
 	if sum != nil {

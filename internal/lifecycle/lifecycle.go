@@ -73,13 +73,16 @@ type Request struct {
 	// the environment (experiments with matrix.storage).
 	Layout *envinfo.Layout
 	// Envelope is the hardware envelope the target's server runs in.
-	Envelope  *envinfo.Envelope
-	Link      *store.PlanLink
-	Store     *store.Store
-	Version   string
-	Getenv    func(string) string
-	LookupEnv func(string) (string, bool)
-	Observe   Observer
+	Envelope *envinfo.Envelope
+	// EnvelopeUsage reads what the run used of its envelope (counters and
+	// a line), at save time.
+	EnvelopeUsage func() (json.RawMessage, string)
+	Link          *store.PlanLink
+	Store         *store.Store
+	Version       string
+	Getenv        func(string) string
+	LookupEnv     func(string) (string, bool)
+	Observe       Observer
 
 	// rescued is the save's error when the store failed to save the run
 	// and its result went to a rescue file instead (see finish).
@@ -316,6 +319,9 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 
 // save stores the run in one transaction, with the request's plan link.
 func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summary, env *envinfo.Snapshot, check any, series []store.Point, hists []store.Histogram) (int64, error) {
+	if req.EnvelopeUsage != nil && env != nil && env.Envelope != nil {
+		env.Envelope.Usage, env.Envelope.UsageLine = req.EnvelopeUsage()
+	}
 	params, err := paramsJSON(req, r)
 	if err != nil {
 		return 0, err
