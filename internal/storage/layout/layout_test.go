@@ -410,3 +410,39 @@ func TestSweepAndClaims(t *testing.T) {
 		}
 	}
 }
+
+// An interrupt during provisioning lets the running command finish, then
+// undoes everything: nothing is left mounted or attached.
+func TestProvisionInterrupted(t *testing.T) {
+	needLoop(t)
+	work := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &cancelAfter{n: 3, cancel: cancel} // after losetup, wipefs and mkfs
+	_, err := Provision(ctx, &Layout{Name: "i", LoopSize: 64 << 20, Filesystem: "ext4"}, Options{WorkDir: work, Run: r})
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("interrupted provisioning: %v", err)
+	}
+	if out, _ := exec.Command("losetup", "-j", filepath.Join(work, "i.img")).Output(); len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("a loop device is left: %s", out)
+	}
+	if mounted(t, filepath.Join(work, "i.mnt")) {
+		t.Errorf("left mounted")
+	}
+	if entries, _ := os.ReadDir(work); len(entries) > 0 {
+		t.Errorf("left in the work directory: %v", entries)
+	}
+}
+
+// cancelAfter runs commands for real and cancels the context after n.
+type cancelAfter struct {
+	n      int
+	cancel func()
+}
+
+func (c *cancelAfter) Run(ctx context.Context, args ...string) (string, error) {
+	out, err := ExecRunner{}.Run(ctx, args...)
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+	return out, err
+}

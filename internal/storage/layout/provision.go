@@ -113,6 +113,12 @@ func (o *Options) dry() bool {
 // scheduler, and the same for its WAL layout. On failure it undoes what it
 // did.
 func Provision(ctx context.Context, l *Layout, o Options) (m *Mounted, err error) {
+	// A command that changes the machine (losetup, mkfs, mount, mdadm) is
+	// never cut short: killed after the kernel acted but before its undo
+	// is known, it would leave what it made behind. An interrupt is seen
+	// between the steps instead, and undoes what was made.
+	interrupt := ctx
+	ctx = context.WithoutCancel(ctx)
 	if o.Run == nil {
 		o.Run = ExecRunner{}
 	}
@@ -148,6 +154,9 @@ func Provision(ctx context.Context, l *Layout, o Options) (m *Mounted, err error
 	if err := m.device(ctx); err != nil {
 		return m, err
 	}
+	if err := interrupt.Err(); err != nil {
+		return m, err
+	}
 	if _, err := o.Run.Run(ctx, "wipefs", "-a", m.Device); err != nil {
 		return m, errs.Wrap(errs.KindEnvironment, err, "", "wiping the signatures on %s", m.Device)
 	}
@@ -157,6 +166,9 @@ func Provision(ctx context.Context, l *Layout, o Options) (m *Mounted, err error
 	t0 := time.Now()
 	if _, err := o.Run.Run(ctx, mkfs...); err != nil {
 		return m, errs.Wrap(errs.KindUsage, err, "check the layout's mkfs options", "making the filesystem of layout %s", l.Name)
+	}
+	if err := interrupt.Err(); err != nil {
+		return m, err
 	}
 	m.Dir = filepath.Join(o.WorkDir, l.Name+".mnt")
 	if !o.dry() {
@@ -189,8 +201,11 @@ func Provision(ctx context.Context, l *Layout, o Options) (m *Mounted, err error
 	if err := m.tune(ctx); err != nil {
 		return m, err
 	}
+	if err := interrupt.Err(); err != nil {
+		return m, err
+	}
 	if l.WAL != nil {
-		w, err := Provision(ctx, l.WAL, o)
+		w, err := Provision(interrupt, l.WAL, o)
 		if err != nil {
 			return m, err
 		}
