@@ -108,6 +108,9 @@ order: sequential
 		if !strings.Contains(x.stdout, `"fs_type": "`+fs+`"`) && !strings.Contains(x.stdout, `"fs_type":"`+fs+`"`) {
 			t.Errorf("run %d on layout %s: the environment does not record %s", links[i].RunID, links[i].Config, fs)
 		}
+		if fs == "xfs" && !strings.Contains(strings.ReplaceAll(x.stdout, " ", ""), `"wal_dir":{`) {
+			t.Errorf("the xfs run with its WAL on a layout of its own does not record the WAL filesystem")
+		}
 		show := h.must(0, "results", "show", fmt.Sprint(links[i].RunID), "--results", results)
 		if !strings.Contains(show.stdout, "layout: ") || !strings.Contains(show.stdout, "mkfs."+fs) {
 			t.Errorf("results show of run %d does not name its layout and mkfs:\n%s", links[i].RunID, show.stdout)

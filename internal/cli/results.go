@@ -186,6 +186,7 @@ func (s *State) printStorage(raw json.RawMessage) {
 	for _, l := range []struct{ name, v string }{
 		{"layout", env.Layout.Line()},
 		{"envelope", env.Envelope.Line()},
+		{"WAL", env.WALLine()},
 		{"device", d.Block.DeviceLine()},
 		{"scheduler, readahead", d.Block.SchedulerLine()},
 		{"queue", d.Block.QueueLine()},

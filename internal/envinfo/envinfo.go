@@ -12,6 +12,7 @@ package envinfo
 
 import (
 	"context"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -33,6 +34,9 @@ type Snapshot struct {
 	Version int  `json:"version,omitempty"`
 	Host    Host `json:"host"`
 	DataDir *FS  `json:"data_dir,omitempty"` // filesystem of the database data directory
+	// WALDir is the filesystem of pg_wal when it is not the data
+	// directory's (initdb --waldir).
+	WALDir *FS `json:"wal_dir,omitempty"`
 	// Layout is the storage layout the data directory was made on (an
 	// experiment's matrix.storage), nil otherwise.
 	Layout *Layout `json:"layout,omitempty"`
@@ -120,6 +124,16 @@ func Take(ctx context.Context, o Options) *Snapshot {
 			s.DataDir = fs
 			for _, w := range StorageInfo(ctx, fs) {
 				s.Warnings = append(s.Warnings, redact.Patterns("data directory "+w))
+			}
+		}
+		// pg_wal on another filesystem (initdb --waldir, a WAL device):
+		// that one shapes the commits, so it is described too.
+		if wal, err := filepath.EvalSymlinks(filepath.Join(dataDir, "pg_wal")); err == nil && s.DataDir != nil {
+			if fs, err := FSInfo(wal); err == nil && fs.Device != s.DataDir.Device {
+				s.WALDir = fs
+				for _, w := range StorageInfo(ctx, fs) {
+					s.Warnings = append(s.Warnings, redact.Patterns("WAL directory "+w))
+				}
 			}
 		}
 	}

@@ -81,3 +81,23 @@ func (e *Envelope) Line() string {
 	}
 	return e.Brief
 }
+
+// WALLine describes the filesystem pg_wal is on when it is not the data
+// directory's ("" otherwise).
+func (s *Snapshot) WALLine() string {
+	w := s.WALDir
+	if w == nil {
+		return ""
+	}
+	v := w.FSType
+	if w.MountPoint != "" {
+		v += " mounted at " + w.MountPoint
+	}
+	if w.Options != "" {
+		v += " (" + w.Options + ")"
+	}
+	if d := w.Block.DeviceLine(); d != "" {
+		v += "; " + d
+	}
+	return v
+}

@@ -112,6 +112,7 @@ var envFields = []envField{
 		}
 		return s.DataDir.Features.Line()
 	}},
+	{"WAL filesystem", func(s *envinfo.Snapshot) string { return s.WALLine() }},
 	{"PostgreSQL", func(s *envinfo.Snapshot) string {
 		if s.Postgres == nil {
 			return ""
