@@ -176,7 +176,7 @@ matrix:
 `)
 	r := h.must(2, "experiment", "run", path, "--results", results)
 	if !strings.Contains(r.stderr, "this machine cannot run experiment preflight as planned (nothing was started)") ||
-		!strings.Contains(r.stderr, "--allow-destroy") || !strings.Contains(r.stderr, "/dev/null is not a block device") ||
+		!strings.Contains(r.stderr, "layout disk would make a filesystem on /dev/null") || !strings.Contains(r.stderr, "/dev/null is not a block device") ||
 		strings.Contains(r.stderr, "make storage layout") {
 		t.Errorf("preflight:\n%s", r)
 	}

@@ -3,12 +3,10 @@ package cli
 import (
 	"context"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tunebench/tunebench/internal/errs"
-	"github.com/tunebench/tunebench/internal/human"
 	"github.com/tunebench/tunebench/internal/storage/layout"
 )
 
@@ -45,25 +43,16 @@ func checkLayouts(ctx context.Context, s *State, path string, dryRun bool, workD
 	var problems []error
 	for _, name := range f.Names() {
 		l := f.Layouts[name]
-		s.printf("%s: %s\n", name, describeLayout(l))
-		for w := l.WAL; w != nil; w = nil {
-			s.printf("  wal: %s\n", describeLayout(w))
+		s.printf("%s: %s\n", name, l.Describe())
+		if l.WAL != nil {
+			s.printf("  wal: %s\n", l.WAL.Describe())
 		}
-		for _, each := range []*layout.Layout{l, l.WAL} {
-			if each == nil {
-				continue
-			}
-			if err := layout.Installed(each); err != nil {
-				problems = append(problems, err)
-				s.printf("  NOT READY: %s (fix: %s)\n", err, errs.HintOf(err))
-			}
-			for _, d := range each.Devices {
-				if err := layout.SafeDevice(d); err != nil {
-					problems = append(problems, err)
-					s.printf("  REFUSED: %s (fix: %s)\n", err, errs.HintOf(err))
-				} else {
-					s.printf("  %s: a block device not in use (erased only with --allow-destroy)\n", d)
-				}
+		for _, c := range layout.MachineCheck(l) {
+			if c.Err != nil {
+				problems = append(problems, c.Err)
+				s.printf("  %s: %s (fix: %s)\n", c.What, c.Err, errs.HintOf(c.Err))
+			} else {
+				s.printf("  %s\n", c.What)
 			}
 		}
 		if dryRun {
@@ -81,31 +70,4 @@ func checkLayouts(ctx context.Context, s *State, path string, dryRun bool, workD
 	}
 	s.printf("%d layout(s) in %s are valid\n", len(f.Layouts), path)
 	return nil
-}
-
-// describeLayout says what a layout makes, in one line.
-func describeLayout(l *layout.Layout) string {
-	var b strings.Builder
-	b.WriteString(l.Filesystem)
-	if len(l.Devices) > 0 {
-		b.WriteString(" on " + strings.Join(l.Devices, " + "))
-	} else {
-		b.WriteString(" on a " + human.Bytes(l.LoopSize) + " loop file")
-	}
-	if len(l.Mkfs) > 0 {
-		b.WriteString(", mkfs " + strings.Join(l.Mkfs, " "))
-	}
-	if len(l.Mount) > 0 {
-		b.WriteString(", mount " + strings.Join(l.Mount, ","))
-	}
-	if l.Readahead > 0 {
-		b.WriteString(", readahead " + human.Bytes(l.Readahead))
-	}
-	if l.Scheduler != "" {
-		b.WriteString(", scheduler " + l.Scheduler)
-	}
-	if l.Reuse {
-		b.WriteString(", reused across a configuration's runs")
-	}
-	return b.String()
 }

@@ -167,34 +167,19 @@ func newResultsShowCmd(s *State) *cobra.Command {
 }
 
 // printStorage prints what lies under the run's data directory, as the
-// report's environment table shows it: its device, scheduler and
-// readahead, queue and filesystem features. A snapshot without them (one
-// stored before snapshot version 2, a tmpfs) prints nothing.
+// report's environment table shows it (envinfo.StorageLines).
 func (s *State) printStorage(raw json.RawMessage) {
-	if len(raw) == 0 {
-		return
-	}
 	var env envinfo.Snapshot
-	if json.Unmarshal(raw, &env) != nil || env.DataDir == nil {
+	if len(raw) == 0 || json.Unmarshal(raw, &env) != nil {
 		return
 	}
-	d := env.DataDir
-	if d.Block == nil && d.Features == nil {
+	head, lines := env.StorageLines()
+	if head == "" {
 		return
 	}
-	s.printf("storage under %s (%s on %s):\n", d.Path, d.FSType, d.MountPoint)
-	for _, l := range []struct{ name, v string }{
-		{"layout", env.Layout.Line()},
-		{"envelope", env.Envelope.Line()},
-		{"WAL", env.WALLine()},
-		{"device", d.Block.DeviceLine()},
-		{"scheduler, readahead", d.Block.SchedulerLine()},
-		{"queue", d.Block.QueueLine()},
-		{"filesystem features", d.Features.Line()},
-	} {
-		if l.v != "" {
-			s.printf("  %s: %s\n", l.name, l.v)
-		}
+	s.printf("%s:\n", head)
+	for _, l := range lines {
+		s.printf("  %s: %s\n", l[0], l[1])
 	}
 }
 

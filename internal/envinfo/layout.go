@@ -101,3 +101,30 @@ func (s *Snapshot) WALLine() string {
 	}
 	return v
 }
+
+// StorageLines describe what lies under the snapshot's data directory:
+// a heading and (name, value) lines for the layout, envelope, WAL
+// filesystem, device, scheduler and readahead, queue and filesystem
+// features. The heading is "" when the snapshot has none of them (stored
+// before snapshot version 2, or a tmpfs).
+func (s *Snapshot) StorageLines() (string, [][2]string) {
+	d := s.DataDir
+	if d == nil || (d.Block == nil && d.Features == nil) {
+		return "", nil
+	}
+	var out [][2]string
+	for _, l := range [][2]string{
+		{"layout", s.Layout.Line()},
+		{"envelope", s.Envelope.Line()},
+		{"WAL", s.WALLine()},
+		{"device", d.Block.DeviceLine()},
+		{"scheduler, readahead", d.Block.SchedulerLine()},
+		{"queue", d.Block.QueueLine()},
+		{"filesystem features", d.Features.Line()},
+	} {
+		if l[1] != "" {
+			out = append(out, l)
+		}
+	}
+	return fmt.Sprintf("storage under %s (%s on %s)", d.Path, d.FSType, d.MountPoint), out
+}

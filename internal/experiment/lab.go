@@ -311,18 +311,15 @@ func (l *Lab) Preflight(_ context.Context, p *Plan) error {
 	for _, c := range p.Configs {
 		if name := c.Storage; name != "" && !seenL[name] {
 			seenL[name] = true
-			for each := l.Spec.Layouts[name]; each != nil; each = each.WAL {
-				if err := layout.Installed(each); err != nil {
-					problems = append(problems, err)
+			for _, f := range layout.MachineCheck(l.Spec.Layouts[name]) {
+				if f.Err != nil {
+					problems = append(problems, f.Err)
 				}
+			}
+			for each := l.Spec.Layouts[name]; each != nil; each = each.WAL {
 				if len(each.Devices) > 0 && !l.AllowDestroy {
 					problems = append(problems, errs.Usage("give --allow-destroy to let tunebench erase them, or use loop: SIZE",
 						"layout %s would make a filesystem on %s, erasing what it holds", each.Name, strings.Join(each.Devices, ", ")))
-				}
-				for _, d := range each.Devices {
-					if err := layout.SafeDevice(d); err != nil {
-						problems = append(problems, err)
-					}
 				}
 			}
 		}

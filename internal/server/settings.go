@@ -18,6 +18,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/human"
+	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/redact"
 )
 
@@ -343,7 +344,7 @@ func closeNames(name string, all map[string]settingInfo) []string {
 	}
 	var cands []cand
 	for n := range all {
-		d := editDistance(name, n)
+		d := option.EditDistance(name, n)
 		if d <= limit || (len(name) >= 4 && (strings.Contains(n, name) || strings.HasPrefix(name, n))) {
 			cands = append(cands, cand{n, d})
 		}
@@ -359,27 +360,6 @@ func closeNames(name string, all map[string]settingInfo) []string {
 		out = append(out, cands[i].name)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // listQuoted names the settings whose values are lists of quoted items; a

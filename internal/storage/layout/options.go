@@ -2,6 +2,7 @@ package layout
 
 import (
 	"fmt"
+	"github.com/tunebench/tunebench/internal/option"
 	"sort"
 	"strings"
 )
@@ -120,26 +121,6 @@ func closest(key, fs string) string {
 	return closestIn(key, all)
 }
 
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
@@ -256,7 +237,7 @@ func closestIn(key string, set map[string]bool) string {
 	sort.Strings(all)
 	best, bestD := "", 3
 	for _, k := range all {
-		if d := editDistance(key, k); d < bestD {
+		if d := option.EditDistance(key, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
