@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -381,66 +380,17 @@ func printExperimentResults(ctx context.Context, s *State, st *store.Store, name
 			doubtsOf[r.ID] = ds
 		}
 	}
-	type key struct {
-		label string
-		x     float64
-	}
-	vals := map[key][]float64{}
-	planned := map[key]int{}
-	var keys []key
-	for _, r := range p.Runs {
-		if r.Warmup {
-			continue
-		}
-		k := key{r.Label, r.X}
-		if planned[k] == 0 {
-			keys = append(keys, k)
-		}
-		planned[k]++
-	}
-	var doubtful []string // the runs in doubt, described
-	for _, l := range links {
-		if l.Warmup || !experiment.Completed(l.Status) {
-			continue
-		}
-		if ds := doubtsOf[l.RunID]; len(ds) > 0 {
-			doubtful = append(doubtful, fmt.Sprintf("  run %d (%s, %s %s, repetition %d): status errors: %s",
-				l.RunID, l.Config, orDash(l.XName), p.FormatX(l.XValue), l.Repetition, doubtText(ds)))
-			if !includeErrors {
-				continue
-			}
-		}
-		if v, ok := metricOf[l.RunID]; ok {
-			k := key{l.Config, l.XValue}
-			vals[k] = append(vals[k], v)
-		}
-	}
-	configOrder := map[string]int{}
-	for _, c := range p.Configs {
-		configOrder[c.Label] = c.Index
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].label != keys[j].label {
-			return configOrder[keys[i].label] < configOrder[keys[j].label]
-		}
-		return keys[i].x < keys[j].x
-	})
+	rows, doubtful := experiment.Medians(p, links, metricOf, doubtsOf, includeErrors)
 	s.printf("%s vs %s, median (min-max) over repetitions; baseline %s\n", p.Metric, orDash(p.XAxis), p.Baseline)
 	t := newTable(s)
 	t.row("CONFIGURATION", strings.ToUpper(orDash(p.XAxis)), "RUNS", strings.ToUpper(p.Metric), "MIN", "MAX")
-	for _, k := range keys {
-		v := vals[k]
-		runsText := fmt.Sprintf("%d/%d", len(v), planned[k])
-		if len(v) == 0 {
-			t.row(k.label, p.FormatX(k.x), runsText, "-", "-", "-")
+	for _, r := range rows {
+		runsText := fmt.Sprintf("%d/%d", r.Runs, r.Planned)
+		if r.Runs == 0 {
+			t.row(r.Label, p.FormatX(r.X), runsText, "-", "-", "-")
 			continue
 		}
-		sort.Float64s(v)
-		med := v[len(v)/2]
-		if len(v)%2 == 0 {
-			med = (v[len(v)/2-1] + v[len(v)/2]) / 2
-		}
-		t.row(k.label, p.FormatX(k.x), runsText, fmt.Sprintf("%.1f", med), fmt.Sprintf("%.1f", v[0]), fmt.Sprintf("%.1f", v[len(v)-1]))
+		t.row(r.Label, p.FormatX(r.X), runsText, fmt.Sprintf("%.1f", r.Median), fmt.Sprintf("%.1f", r.Min), fmt.Sprintf("%.1f", r.Max))
 	}
 	t.flush()
 	if len(doubtful) > 0 {
@@ -454,7 +404,11 @@ func printExperimentResults(ctx context.Context, s *State, st *store.Store, name
 		} else {
 			s.printf("%s %s left out of the medians (%s counts %s):\n", runs, is, how, it)
 		}
-		s.printf("%s\n", strings.Join(doubtful, "\n"))
+		for _, d := range doubtful {
+			l := d.Link
+			s.printf("  run %d (%s, %s %s, repetition %d): status errors: %s\n",
+				l.RunID, l.Config, orDash(l.XName), p.FormatX(l.XValue), l.Repetition, doubtText(d.Reasons))
+		}
 	}
 	return nil
 }
