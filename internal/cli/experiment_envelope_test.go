@@ -147,7 +147,7 @@ matrix:
 // leaving it after. Not parallel: while tunebench (this test process) is
 // in the group, its other tests' memory would count too.
 func TestExperimentEnvelopeFsblog(t *testing.T) {
-	needLoopDevices(t, "mkfs.ext4")
+	needLoopDevices(t, "mkfs.ext4", "mkfs.xfs")
 	e, err := envelope.Parse(envelope.Spec{Name: "probe", Memory: "512MiB"})
 	if err != nil {
 		t.Fatal(err)
@@ -169,13 +169,14 @@ target:
   managed: {dir: %s}
 workload:
   name: fsblog
-  options: {iterations: 3, interval: 1s, writers: 1, rewriters: 1, commenters: 1, readers: 2}
+  options: {iterations: 2, interval: 1s, writers: 1, rewriters: 1, commenters: 1, readers: 2}
 layouts:
   e4: {loop: 1GiB, filesystem: ext4, mount: [noatime]}
+  x: {loop: 512MiB, filesystem: xfs}
 envelopes:
   blog: {memory: 512MiB}
 matrix:
-  storage: [e4]
+  storage: [e4, x]
   envelope: [blog]
 `, work))
 	procs := "/sys/fs/cgroup/memory/tunebench/blog-*/cgroup.procs"
@@ -213,10 +214,16 @@ matrix:
 	if b, _ := os.ReadFile("/proc/self/cgroup"); strings.Contains(string(b), "tunebench/blog") {
 		t.Errorf("tunebench is still in the envelope after the run:\n%s", b)
 	}
-	// The blogs were written on the layout's filesystem, recorded.
-	x := h.must(0, "results", "export", "1", "--format", "json", "--results", results)
-	if !strings.Contains(x.stdout, "e4.mnt/server/fsblog") || !strings.Contains(strings.ReplaceAll(x.stdout, " ", ""), `"fs_type":"ext4"`) || !strings.Contains(x.stdout, `"layout"`) {
-		t.Errorf("the fsblog run is not recorded on layout e4:\n%.2000s", x.stdout)
+	// The blogs were written on each layout's filesystem, recorded.
+	_, links := expLinks(t, results, "fsblog-envelope")
+	if len(links) != 2 {
+		t.Fatalf("links %+v", links)
+	}
+	for i, l := range []struct{ name, fs string }{{"e4", "ext4"}, {"x", "xfs"}} {
+		x := h.must(0, "results", "export", fmt.Sprint(links[i].RunID), "--format", "json", "--results", results)
+		if !strings.Contains(x.stdout, l.name+".mnt/server/fsblog") || !strings.Contains(strings.ReplaceAll(x.stdout, " ", ""), `"fs_type":"`+l.fs+`"`) || !strings.Contains(x.stdout, `"layout"`) {
+			t.Errorf("the fsblog run is not recorded on layout %s:\n%.2000s", l.name, x.stdout)
+		}
 	}
 	if l := leftovers(t, work); l != "" {
 		t.Errorf("left behind:\n%s", l)

@@ -146,9 +146,20 @@ order: sequential
 	if l := leftovers(t, work); l != "" {
 		t.Errorf("after an interrupt:\n%s", l)
 	}
+	// kill -9 in the middle of a run: the layout stays mounted, and the
+	// server started on it runs on. --resume stops that server, takes the
+	// layout down, makes it again and finishes.
+	child := h.spawn("experiment", "run", ipath, "--results", results, "--resume")
+	child.waitStderr(t, "progress:", 90*time.Second)
+	child.kill()
+	if l := leftovers(t, work); !strings.Contains(l, "mounted ") {
+		t.Errorf("after kill -9 the layout is no longer mounted: the test does not test the sweep")
+	}
 	r = h.must(0, "experiment", "run", ipath, "--results", results, "--resume")
-	if !strings.Contains(r.stderr, "make storage layout") {
-		t.Errorf("the resume did not make the layout again:\n%s", r.stderr)
+	for _, want := range []string{"process(es) an earlier run left working on", "unmounting", "make storage layout"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the resume after kill -9 did not say %q:\n%s", want, r.stderr)
+		}
 	}
 	if l := leftovers(t, work); l != "" {
 		t.Errorf("after the resume:\n%s", l)

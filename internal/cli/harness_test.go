@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,9 +36,65 @@ var pg testutil.Shared
 
 // TestMain runs the package in UTC: outputs that show local times are
 // compared with goldens made in UTC (TestOldStore).
+//
+// With $TUNEBENCH_TEST_CHILD set the test binary is tunebench itself, run
+// by harness.spawn as a process a test can kill -9.
 func TestMain(m *testing.M) {
 	time.Local = time.UTC
+	if os.Getenv(childEnv) != "" {
+		os.Exit(cli.Main(cli.NewOSState(all.Registry(), targets.Drivers()), os.Args[1:])) //nolint:forbidigo // the test binary run as tunebench, as cmd/tunebench does
+	}
 	os.Exit(pg.Run(m))
+}
+
+const childEnv = "TUNEBENCH_TEST_CHILD"
+
+// spawned is a tunebench command running as a child process.
+type spawned struct {
+	cmd    *exec.Cmd
+	stderr *syncBuf
+	done   chan struct{}
+}
+
+// spawn starts tunebench as a child process with the harness's
+// environment (and the process's PATH); the test kills it at the end.
+func (h *harness) spawn(args ...string) *spawned {
+	h.t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = []string{childEnv + "=1", "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	for k, v := range h.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	sp := &spawned{cmd: cmd, stderr: &syncBuf{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = io.Discard, sp.stderr
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(sp.done) }()
+	h.t.Cleanup(func() { cmd.Process.Kill(); <-sp.done })
+	return sp
+}
+
+// waitStderr waits until the child's stderr contains s.
+func (sp *spawned) waitStderr(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(sp.stderr.String(), s) {
+		select {
+		case <-sp.done:
+			t.Fatalf("the child ended before printing %q:\n%s", s, sp.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q on the child's stderr after %v:\n%s", s, timeout, sp.stderr)
+		}
+	}
+}
+
+// kill ends the child with SIGKILL: nothing of it runs its clean-up.
+func (sp *spawned) kill() {
+	sp.cmd.Process.Kill()
+	<-sp.done
 }
 
 // syncBuf is a bytes.Buffer safe for the concurrent writers of a run

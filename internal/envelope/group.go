@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/proc"
 )
 
 // ParentName is the directory under each hierarchy's root that holds the
@@ -607,16 +609,17 @@ func ownerOf(name string) int {
 }
 
 // alive says whether a process with the pid exists.
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
+func alive(pid int) bool { return proc.Exists(pid) }
+
+// StopWait is how long Sweep waits for the processes it asked to end in a
+// leftover group (a PostgreSQL server's shutdown checkpoint).
+var StopWait = 60 * time.Second
 
 // Sweep removes the groups under every hierarchy's tunebench parent whose
-// owner process is gone and that hold no processes (what an interrupted
-// experiment left), then the parents when empty. It returns the
-// directories removed; groups that still hold processes are named in the
-// error, with their pids.
+// owner process is gone (what an interrupted experiment left), after
+// asking the processes still in them to end (SIGTERM), then the parents
+// when empty. It returns the directories removed; groups whose processes
+// do not end are named in the error, with their pids.
 func Sweep() ([]string, error) {
 	sys, err := currentSystem()
 	if err != nil {
@@ -651,22 +654,27 @@ func sweep(sys *system, alive func(int) bool) ([]string, error) {
 				continue
 			}
 			dir := filepath.Join(parent, e.Name())
-			pids, _ := readPids(filepath.Join(dir, "cgroup.procs"))
-			if len(pids) > 0 {
-				busy = append(busy, fmt.Sprintf("%s (pids %v)", dir, pids))
-				continue
+			what := dir
+			// A server (or fio) the killed run started in its envelope
+			// outlives it: it is asked to end (a clean shutdown).
+			if pids, _ := readPids(filepath.Join(dir, "cgroup.procs")); len(pids) > 0 {
+				if left := proc.Terminate(context.Background(), pids, StopWait); len(left) > 0 {
+					busy = append(busy, fmt.Sprintf("%s (pids %v)", dir, left))
+					continue
+				}
+				what += fmt.Sprintf(" (stopped pids %v)", pids)
 			}
 			if err := rmdir(dir); err != nil {
 				problems = append(problems, err)
 				continue
 			}
-			removed = append(removed, dir)
+			removed = append(removed, what)
 		}
 		os.Remove(parent)
 	}
 	if len(busy) > 0 {
-		problems = append(problems, errs.New(errs.KindEnvironment, "stop those processes (kill PID) and sweep again",
-			"%d leftover envelope groups still hold processes: %s", len(busy), strings.Join(busy, ", ")))
+		problems = append(problems, errs.New(errs.KindEnvironment, "stop those processes (kill -9 PID) and run again",
+			"%d leftover envelope groups still hold processes that did not end on SIGTERM: %s", len(busy), strings.Join(busy, ", ")))
 	}
 	return removed, errors.Join(problems...)
 }

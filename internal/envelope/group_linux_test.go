@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tunebench/tunebench/internal/proc"
 )
 
 // These tests make real cgroups: they need root and a cgroup hierarchy
@@ -393,10 +395,34 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A process the killed owner started in its group outlives it (a
+	// server): Sweep asks it to end before removing the group.
+	server := exec.Command("sleep", "60")
+	if err := left.Command(server); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Start(); err != nil {
+		left.Close()
+		t.Fatal(err)
+	}
+	go server.Wait()
+	t.Cleanup(func() { server.Process.Kill() })
+	for range 100 { // v1: the shell joins the group, then execs
+		if pids, _ := left.Pids(); slices.Contains(pids, server.Process.Pid) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	live := newGroup(t, e)
 	removed, err := Sweep()
 	if err != nil {
 		t.Errorf("Sweep: %v", err)
+	}
+	if proc.Alive(server.Process.Pid, 0) {
+		t.Errorf("the process left in %s still runs", left.Name())
+	}
+	if !strings.Contains(strings.Join(removed, " "), fmt.Sprintf("stopped pids [%d]", server.Process.Pid)) {
+		t.Errorf("removed %v does not say it stopped %d", removed, server.Process.Pid)
 	}
 	for _, p := range left.Paths() {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {

@@ -483,23 +483,26 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 		o[s.Name] = itoa(req.Seed)
 	}
 	link := req.Link
-	if lt.group != nil && len(lt.w.Meta().Dialects) == 0 {
+	var enclose func() (func(), error)
+	if g := lt.group; g != nil && len(lt.w.Meta().Dialects) == 0 {
 		// A workload that runs in tunebench itself (fsblog; storage's fio
-		// is its child): tunebench joins the envelope for the run.
-		if err := lt.group.Add(os.Getpid()); err != nil {
-			return RunResult{}, err
-		}
-		defer func() {
-			if err := lt.group.Leave(os.Getpid()); err != nil && lt.lab.Log != nil {
-				fmt.Fprintf(lt.lab.Log, "warning: %v\n", err)
+		// is its child): tunebench joins the envelope for its measured work.
+		enclose = func() (func(), error) {
+			if err := g.Add(os.Getpid()); err != nil {
+				return nil, err
 			}
-		}()
+			return func() {
+				if err := g.Leave(os.Getpid()); err != nil && lt.lab.Log != nil {
+					fmt.Fprintf(lt.lab.Log, "warning: %v\n", err)
+				}
+			}, nil
+		}
 	}
 	sum, err := lifecycle.Run(ctx, &lifecycle.Request{
 		Workload: r, Target: lt.t.WithDatabase(lt.lab.Plan.Database), Options: o, Progress: lt.lab.Progress,
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
 		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
-		Envelope: envelopeRecord(lt.envelope), EnvelopeUsage: lt.usageSince(),
+		Envelope: envelopeRecord(lt.envelope), EnvelopeUsage: lt.usageSince(), Enclose: enclose,
 	})
 	var res RunResult
 	if sum != nil {

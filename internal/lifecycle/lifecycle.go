@@ -77,12 +77,17 @@ type Request struct {
 	// EnvelopeUsage reads what the run used of its envelope (counters and
 	// a line), at save time.
 	EnvelopeUsage func() (json.RawMessage, string)
-	Link          *store.PlanLink
-	Store         *store.Store
-	Version       string
-	Getenv        func(string) string
-	LookupEnv     func(string) (string, bool)
-	Observe       Observer
+	// Enclose, when set, is called just before the workload's measured
+	// work and the function it returns just after: an experiment puts
+	// tunebench itself in a hardware envelope for a workload that runs in
+	// tunebench (fsblog; fio is its child), and for that work only.
+	Enclose   func() (leave func(), err error)
+	Link      *store.PlanLink
+	Store     *store.Store
+	Version   string
+	Getenv    func(string) string
+	LookupEnv func(string) (string, bool)
+	Observe   Observer
 
 	// rescued is the save's error when the store failed to save the run
 	// and its result went to a rescue file instead (see finish).
@@ -93,6 +98,14 @@ func (r *Request) emit(e Event) {
 	if r.Observe != nil {
 		r.Observe(e)
 	}
+}
+
+// enclose calls Enclose (a no-op leave without it).
+func (r *Request) enclose() (func(), error) {
+	if r.Enclose == nil {
+		return func() {}, nil
+	}
+	return r.Enclose()
 }
 
 func (r *Request) note(format string, a ...any) {
@@ -188,9 +201,15 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 	}
 	smp := startSampling(ctx, req)
 	smp.attach(&cfg)
+	leave, err := req.enclose()
+	if err != nil {
+		smp.stop(nil, 0)
+		return nil, err
+	}
 	res, execErr := run.Execute(ctx, cfg, func(ctx context.Context, id int) (step.Worker, error) {
 		return r.NewWorker(ctx, id)
 	})
+	leave()
 	sampled := smp.stop(res, x.Warmup)
 	if res == nil {
 		if execErr != nil {
@@ -283,7 +302,13 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 			smp.c.MeasureStart()
 		}
 	}
+	leave, err := req.enclose()
+	if err != nil {
+		smp.stop(nil, 0)
+		return nil, err
+	}
 	m, err := r.Measure(ctx)
+	leave()
 	if m != nil && smp.c != nil {
 		// T = 0 where the workload's own measurement started (after what it
 		// prepared), so the series line up with its own times.

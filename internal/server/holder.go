@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/tunebench/tunebench/internal/proc"
 )
 
 // Holder is the process that changed a setting for a bounded time (a run or
@@ -32,7 +33,7 @@ func self() *Holder {
 		}
 		what += " " + a
 	}
-	return &Holder{PID: os.Getpid(), Start: procStart(os.Getpid()), What: what}
+	return &Holder{PID: os.Getpid(), Start: proc.Start(os.Getpid()), What: what}
 }
 
 // Alive reports whether the holder's process still runs.
@@ -40,14 +41,7 @@ func (h *Holder) Alive() bool {
 	if h == nil {
 		return true // the server's lifetime: never a leftover
 	}
-	if !processAlive(h.PID) {
-		return false
-	}
-	state, start := procStat(h.PID)
-	if state == 'Z' || state == 'X' {
-		return false // killed, not yet reaped (a parent that never waits, or none)
-	}
-	return h.Start == 0 || start == 0 || start == h.Start
+	return proc.Alive(h.PID, h.Start)
 }
 
 // Same reports whether h and o are the same process.
@@ -66,39 +60,6 @@ func (h *Holder) String() string {
 		return fmt.Sprintf("pid %d", h.PID)
 	}
 	return fmt.Sprintf("pid %d, %s", h.PID, h.What)
-}
-
-// procStart reads a process's start time from /proc (0 when unknown).
-func procStart(pid int) uint64 {
-	_, start := procStat(pid)
-	return start
-}
-
-// procStat reads a process's state (field 3 of /proc/PID/stat: R, S, Z ...)
-// and start time (field 22); 0 for what cannot be read.
-func procStat(pid int) (state byte, start uint64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) > 0 && fields[0] != "" {
-		state = fields[0][0]
-	}
-	if len(fields) < 20 {
-		return state, 0
-	}
-	v, err := strconv.ParseUint(fields[19], 10, 64)
-	if err != nil {
-		return state, 0
-	}
-	return state, v
 }
 
 // leftovers are the applied settings whose holder has ended.

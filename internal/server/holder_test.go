@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/tunebench/tunebench/internal/proc"
 )
 
 // A holder killed -9 whose parent never reaps it stays a zombie: kill(pid, 0)
@@ -26,10 +28,10 @@ func TestHolderAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Wait()
-	h := &Holder{PID: cmd.Process.Pid, Start: procStart(cmd.Process.Pid)}
+	h := &Holder{PID: cmd.Process.Pid, Start: proc.Start(cmd.Process.Pid)}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if state, _ := procStat(h.PID); state == 'Z' {
+		if state, _, _ := proc.Stat(h.PID); state == 'Z' {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -3,6 +3,7 @@ package layout
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/proc"
 )
 
 const goodFile = `name: fs-study
@@ -385,8 +387,38 @@ func TestSweepAndClaims(t *testing.T) {
 	cmd := exec.Command("true")
 	cmd.Run()
 	rewrite(cmd.Process.Pid)
+	// What the dead owner started there outlives it (a server working in
+	// its data directory, a shell holding a file open): Sweep ends them
+	// before it unmounts.
+	server := exec.Command("sleep", "60")
+	server.Dir = m.Dir
+	holder := exec.Command("sh", "-c", "exec 3>"+filepath.Join(m.Dir, "held")+"; sleep 60")
+	for _, c := range []*exec.Cmd{server, holder} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go c.Wait()
+		t.Cleanup(func() { c.Process.Kill() })
+	}
+	for range 100 {
+		if _, err := os.Stat(filepath.Join(m.Dir, "held")); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var said []string
+	o.Log = func(format string, a ...any) { said = append(said, fmt.Sprintf(format, a...)) }
 	if err := Sweep(ctx, y, o); err != nil {
 		t.Fatal(err)
+	}
+	o.Log = nil
+	for _, c := range []*exec.Cmd{server, holder} {
+		if proc.Alive(c.Process.Pid, 0) {
+			t.Errorf("%v still runs after the sweep", c.Args)
+		}
+	}
+	if !strings.Contains(strings.Join(said, "\n"), "process(es) an earlier run left working on "+m.Dir) {
+		t.Errorf("the sweep did not say what it stopped:\n%s", strings.Join(said, "\n"))
 	}
 	if mounted(t, m.Dir) || attached(t, dev) {
 		t.Errorf("a dead owner's layout is still mounted or attached")

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/proc"
 )
 
 // record is what provisioning has made of a layout, written to
@@ -28,6 +28,10 @@ type record struct {
 	VG    string   `json:"vg,omitempty"`
 }
 
+// StopWait is how long Sweep waits for the processes it asked to end (a
+// PostgreSQL server's shutdown checkpoint) before it gives up.
+var StopWait = 60 * time.Second
+
 func statePath(workDir, name string) string { return filepath.Join(workDir, name+".state.json") }
 
 // note adds to the layout's record and writes it (nothing in a dry run).
@@ -36,7 +40,7 @@ func (m *Mounted) note(update func(r *record)) error {
 		return nil
 	}
 	if m.rec == nil {
-		m.rec = &record{PID: os.Getpid(), Start: procStart(os.Getpid())}
+		m.rec = &record{PID: os.Getpid(), Start: proc.Start(os.Getpid())}
 	}
 	update(m.rec)
 	b, err := json.MarshalIndent(m.rec, "", "  ")
@@ -54,30 +58,8 @@ func (m *Mounted) note(update func(r *record)) error {
 	return nil
 }
 
-// procStart reads a process's start time (0 when unknown).
-func procStart(pid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		if f := strings.Fields(s[i+1:]); len(f) >= 20 {
-			v, _ := strconv.ParseUint(f[19], 10, 64)
-			return v
-		}
-	}
-	return 0
-}
-
 // ownerAlive reports whether the record's process still runs.
-func (r *record) ownerAlive() bool {
-	if err := syscall.Kill(r.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	st := procStart(r.PID)
-	return r.Start == 0 || st == 0 || st == r.Start
-}
+func (r *record) ownerAlive() bool { return proc.Alive(r.PID, r.Start) }
 
 // Sweep cleans up what a killed run left of layout l (and its WAL layout)
 // in the work directory, from the record it wrote: unmounts the mount
@@ -109,6 +91,16 @@ func Sweep(ctx context.Context, l *Layout, o Options) error {
 				"layout %s in %s is in use by another tunebench process (pid %d)", each.Name, o.WorkDir, rec.PID)
 		}
 		mnt := filepath.Join(o.WorkDir, each.Name+".mnt")
+		if isMountPoint(mnt) {
+			// A server (or fio) the killed run started there outlives it.
+			if pids := proc.Under(mnt); len(pids) > 0 {
+				o.logf("layout %s: stopping %d process(es) an earlier run left working on %s (pids %v)", each.Name, len(pids), mnt, pids)
+				if left := proc.Terminate(ctx, pids, StopWait); len(left) > 0 {
+					problems = append(problems, fmt.Errorf("processes %v still work on %s after SIGTERM and %v: stop them (kill PID)", left, mnt, StopWait))
+					continue
+				}
+			}
+		}
 		if isMountPoint(mnt) {
 			o.logf("layout %s: unmounting %s, left by an earlier run (pid %d)", each.Name, mnt, rec.PID)
 			if err := unmount(ctx, o.Run, mnt); err != nil {
