@@ -57,10 +57,7 @@ func TestRunTPCCModes(t *testing.T) {
 	conn := []string{"--server-dir", srv.Dir(), "-d", db}
 	target := append(conn[:3:3], db, "--results", tempPath(t, "results.db"))
 	h.must(0, append([]string{"load", "tpcc", "--warehouses", "2"}, conn...)...)
-	dur := "20s"
-	if testing.Short() {
-		dur = "5s"
-	}
+	dur := "6s"
 	for _, mode := range []string{"procs", "sql"} {
 		js := tempPath(t, mode+".json")
 		r := h.must(0, append([]string{"run", "tpcc", "--mode", mode, "--vusers", "3", "--rampup", "2s", "--duration", dur,
