@@ -172,12 +172,13 @@ workload:
   options: {iterations: 2, interval: 1s, writers: 1, rewriters: 1, commenters: 1, readers: 2}
 layouts:
   e4: {loop: 1GiB, filesystem: ext4, mount: [noatime]}
-  x: {loop: 512MiB, filesystem: xfs}
+  x: {loop: 1GiB, filesystem: xfs}
 envelopes:
   blog: {memory: 512MiB}
 matrix:
   storage: [e4, x]
   envelope: [blog]
+order: sequential
 `, work))
 	procs := "/sys/fs/cgroup/memory/tunebench/blog-*/cgroup.procs"
 	if version == "v2" {
@@ -222,7 +223,7 @@ matrix:
 	for i, l := range []struct{ name, fs string }{{"e4", "ext4"}, {"x", "xfs"}} {
 		x := h.must(0, "results", "export", fmt.Sprint(links[i].RunID), "--format", "json", "--results", results)
 		if !strings.Contains(x.stdout, l.name+".mnt/server/fsblog") || !strings.Contains(strings.ReplaceAll(x.stdout, " ", ""), `"fs_type":"`+l.fs+`"`) || !strings.Contains(x.stdout, `"layout"`) {
-			t.Errorf("the fsblog run is not recorded on layout %s:\n%.2000s", l.name, x.stdout)
+			t.Errorf("the fsblog run is not recorded on layout %s:\n%s", l.name, x.stdout)
 		}
 	}
 	if l := leftovers(t, work); l != "" {
