@@ -76,10 +76,11 @@ repetitions: 0
 	if _, err := os.Stat(results); !os.IsNotExist(err) {
 		t.Errorf("a results store was written for a refused file")
 	}
-	// A non-loopback DSN is refused before anything starts too.
-	path = writeExperiment(t, "target: {dsn: 'host=10.1.2.3 dbname=postgres'}\nworkload: {name: tpcb}\n")
-	if r := h.run("experiment", "run", path, "--dry-run"); r.code != 2 || !strings.Contains(r.stderr, "non-loopback") {
-		t.Errorf("non-loopback dsn:\n%s", r)
+	// A restart command for the managed server is refused before anything
+	// starts too (tunebench restarts that one itself).
+	path = writeExperiment(t, "target: {restart_command: 'systemctl restart postgresql'}\nworkload: {name: tpcb}\n")
+	if r := h.run("experiment", "run", path, "--dry-run"); r.code != 2 || !strings.Contains(r.stderr, ":1: target.restart_command is for a server given by target.dsn") {
+		t.Errorf("restart command without a dsn:\n%s", r)
 	}
 }
 

@@ -96,13 +96,14 @@ func usageError(err error) error {
 
 // connFlags are the connection flags of the commands that use a database.
 type connFlags struct {
-	dsn, serverDir, database string
+	dsn, serverDir, database, restartCommand string
 }
 
 func (f *connFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.dsn, "dsn", "", "connection string (key=value or postgres:// URL) without a password; default: PG* variables, $TUNEBENCH_DSN")
 	fs.StringVar(&f.serverDir, "server-dir", "", "use the managed server in this directory (see tunebench server start)")
 	fs.StringVarP(&f.database, "database", "d", "", "database name (overrides the one in --dsn / PGDATABASE)")
+	fs.StringVar(&f.restartCommand, "restart-command", "", "shell command that restarts the --dsn server (e.g. 'ssh db1 sudo systemctl restart postgresql'), for --set values that need a restart")
 }
 
 // runFlags are the flags every run command has besides the workload's

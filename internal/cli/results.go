@@ -143,7 +143,7 @@ func newResultsShowCmd(s *State) *cobra.Command {
 					s.printBlocks(showBlocks(w, sum, false))
 				}
 			}
-			s.printStorage(r.Env)
+			s.printEnv(r.Env)
 			for _, part := range []struct {
 				name string
 				raw  json.RawMessage
@@ -166,20 +166,14 @@ func newResultsShowCmd(s *State) *cobra.Command {
 	return cmd
 }
 
-// printStorage prints what lies under the run's data directory, as the
-// report's environment table shows it (envinfo.StorageLines).
-func (s *State) printStorage(raw json.RawMessage) {
+// printEnv prints where the run's server was and what lies under its data
+// directory, as the report's environment table shows them.
+func (s *State) printEnv(raw json.RawMessage) {
 	var env envinfo.Snapshot
-	if len(raw) == 0 || json.Unmarshal(raw, &env) != nil {
-		return
-	}
-	head, lines := env.StorageLines()
-	if head == "" {
-		return
-	}
-	s.printf("%s:\n", head)
-	for _, l := range lines {
-		s.printf("  %s: %s\n", l[0], l[1])
+	if len(raw) > 0 && json.Unmarshal(raw, &env) == nil {
+		for _, l := range env.ShowLines() {
+			s.printf("%s\n", l)
+		}
 	}
 }
 

@@ -57,6 +57,7 @@ func newServerStartCmd(s *State) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Dir, "dir", "", "server directory (created if missing)")
 	f.IntVar(&o.Port, "port", 0, "TCP port on 127.0.0.1 (default: a free one)")
+	f.StringVar(&o.Listen, "listen", "", "an IP address of this machine to listen on too, for drivers on other machines (pg_hba: samenet, password)")
 	f.StringVar(&o.PGBin, "pg-bin", "", "directory with initdb, pg_ctl and postgres (default: pg_config, PATH, /usr/lib/postgresql/*/bin)")
 	f.StringVar(&o.RunAs, "run-as", "", "OS user to run PostgreSQL as when tunebench runs as root (default: postgres)")
 	f.StringArrayVar(&sets, "set", nil, "server setting name=value, applied with ALTER SYSTEM and verified (repeatable)")

@@ -44,6 +44,9 @@ type Snapshot struct {
 	// experiment's matrix.envelope), nil otherwise.
 	Envelope *Envelope `json:"envelope,omitempty"`
 	Postgres *Postgres `json:"postgres,omitempty"`
+	// Server is where the server is and the round trip to it (nil when
+	// not recorded: no connection, or a run before this field).
+	Server   *Server   `json:"server,omitempty"`
 	Driver   Driver    `json:"driver"` // the tunebench process
 	TakenAt  time.Time `json:"taken_at"`
 	Warnings []string  `json:"warnings,omitempty"` // what could not be collected, and why
@@ -87,6 +90,9 @@ type Options struct {
 	Version string
 	// Now is the snapshot time; zero means the current time.
 	Now time.Time
+	// Remote: the server is on another machine (its data directory is
+	// then not this machine's, and nothing of it is read).
+	Remote bool
 }
 
 // Take collects a snapshot. It does not fail: parts that cannot be collected
@@ -109,11 +115,16 @@ func Take(ctx context.Context, o Options) *Snapshot {
 		} else {
 			s.Postgres = pg
 		}
+		if srv, err := ServerInfo(ctx, o.Conn, o.Remote); err != nil {
+			s.Warnings = append(s.Warnings, redact.Patterns("server address and round trip: "+err.Error()))
+		} else {
+			s.Server = srv
+		}
 	}
 	// Without an explicit directory, describe the filesystem under the
 	// server's own data directory (when the server told us where it is).
 	dataDir := o.DataDir
-	if dataDir == "" && s.Postgres != nil {
+	if dataDir == "" && s.Postgres != nil && !o.Remote {
 		dataDir = s.Postgres.DataDirectory
 	}
 	if dataDir != "" {

@@ -128,3 +128,20 @@ func (s *Snapshot) StorageLines() (string, [][2]string) {
 	}
 	return fmt.Sprintf("storage under %s (%s on %s)", d.Path, d.FSType, d.MountPoint), out
 }
+
+// ShowLines are the lines `results show` prints of the environment: where
+// the server is when it is on another machine, and what lies under the
+// data directory (StorageLines).
+func (s *Snapshot) ShowLines() []string {
+	var out []string
+	if l := s.Server.Line(); l != "" && s.Server.Remote {
+		out = append(out, "server: "+l)
+	}
+	if head, lines := s.StorageLines(); head != "" {
+		out = append(out, head+":")
+		for _, l := range lines {
+			out = append(out, "  "+l[0]+": "+l[1])
+		}
+	}
+	return out
+}

@@ -211,15 +211,15 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 	if envelopeLine > 0 && dataDirLine > 0 {
 		pr.addLine(envelopeLine, "matrix.envelope and matrix.data_dir both given: vary one of them (target.managed.dir names the server directory of the envelopes)")
 	}
-	if p.TargetKind == "dsn" {
+	if p.TargetKind == "dsn" && s.Target.RestartCommand == "" {
 		for _, d := range dims {
 			if d.Kind == DimSetting && needsRestart(d.Name) {
-				pr.addLine(d.Line, "%s needs a server restart to change, which tunebench does only for a managed target (target.managed)", d.Name)
+				pr.addLine(d.Line, "%s needs a server restart to change: give target.restart_command, a command that restarts the server (e.g. ssh db1 sudo systemctl restart postgresql), or use a managed target", d.Name)
 			}
 		}
 		for _, set := range s.Target.Settings {
 			if needsRestart(set.Name) {
-				pr.addLine(0, "target.settings: %s needs a server restart, which tunebench does only for a managed target; set it on the server yourself", set.Name)
+				pr.addLine(0, "target.settings: %s needs a server restart: give target.restart_command, or set it on the server yourself", set.Name)
 			}
 		}
 	}

@@ -82,9 +82,12 @@ type TargetSpec struct {
 	// Managed is set for a managed PostgreSQL tunebench starts itself
 	// (also when the file has no target at all).
 	Managed *Managed
-	// DSN is a connection string to an existing server (loopback only,
-	// no password).
+	// DSN is a connection string to an existing server, on this machine
+	// or another (no password).
 	DSN string
+	// RestartCommand restarts the DSN's server (settings that need a
+	// restart); "" refuses such settings.
+	RestartCommand string
 	// Database is the benchmark database (recreated from its template
 	// between runs); the template is Database + "_template".
 	Database string
@@ -378,8 +381,8 @@ func (s *Spec) parseTarget(f field, p *problems) {
 	if !ok {
 		return
 	}
-	keys := []string{"managed", "dsn", "database", "settings"}
-	var managedF, dsnF *field
+	keys := []string{"managed", "dsn", "restart_command", "database", "settings"}
+	var managedF, dsnF, restartF *field
 	for i := range fields {
 		tf := fields[i]
 		switch tf.key {
@@ -428,6 +431,14 @@ func (s *Spec) parseTarget(f field, p *problems) {
 					p.add(tf.value, "target.dsn must not contain a password: use PGPASSWORD, ~/.pgpass or $TUNEBENCH_DSN")
 				}
 			}
+		case "restart_command":
+			restartF = &fields[i]
+			if v, ok := scalar(tf.value, "target.restart_command", p); ok {
+				if strings.TrimSpace(v) == "" || strings.ContainsAny(v, "\n\r") {
+					p.add(tf.value, "target.restart_command is one shell command line that restarts the server, e.g. ssh db1 sudo systemctl restart postgresql")
+				}
+				s.Target.RestartCommand = v
+			}
 		case "database":
 			if v, ok := scalar(tf.value, "target.database", p); ok {
 				if !databaseRe.MatchString(v) {
@@ -441,6 +452,9 @@ func (s *Spec) parseTarget(f field, p *problems) {
 		default:
 			unknownKey(p, tf, "target", keys)
 		}
+	}
+	if restartF != nil && dsnF == nil {
+		p.add(restartF.keyN, "target.restart_command is for a server given by target.dsn; tunebench restarts its managed server itself")
 	}
 	switch {
 	case managedF != nil && dsnF != nil:
@@ -682,7 +696,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 				d.Values = appendUnique(d.Values, v, it, "matrix.storage", p)
 			}
 			if s.Target.Managed == nil {
-				p.add(g.keyN, "matrix.storage needs a managed target: tunebench makes each layout and starts a server on it")
+				p.add(g.keyN, "matrix.storage needs a managed target, a server on this machine: tunebench makes each layout and starts the server on it (a server given by target.dsn, perhaps on another machine, cannot be moved)")
 			}
 			s.addDim(d, p)
 		case g.key == "envelope":
@@ -703,7 +717,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 				d.Values = appendUnique(d.Values, v, it, "matrix.envelope", p)
 			}
 			if s.Target.Managed == nil {
-				p.add(g.keyN, "matrix.envelope needs a managed target: tunebench starts the server inside each envelope")
+				p.add(g.keyN, "matrix.envelope needs a managed target, a server on this machine: tunebench starts the server inside each envelope")
 			}
 			s.addDim(d, p)
 		case g.key == "data_dir":

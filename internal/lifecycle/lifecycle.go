@@ -347,6 +347,9 @@ func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summar
 	if req.EnvelopeUsage != nil && env != nil && env.Envelope != nil {
 		env.Envelope.Usage, env.Envelope.UsageLine = req.EnvelopeUsage()
 	}
+	if req.Target != nil && req.Target.Remote() {
+		sum.NotMeasured = map[string]string{results.NotMeasuredServerHost: results.WhyRemote}
+	}
 	params, err := paramsJSON(req, r)
 	if err != nil {
 		return 0, err

@@ -119,6 +119,7 @@ var envFields = []envField{
 		}
 		return s.Postgres.Version
 	}},
+	{"Server", func(s *envinfo.Snapshot) string { return s.Server.Line() }},
 	{"Driver", func(s *envinfo.Snapshot) string {
 		d := s.Driver
 		if d.GoVersion == "" && d.TunebenchVersion == "" {

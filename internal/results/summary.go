@@ -34,6 +34,9 @@ type Summary struct {
 	StartedAt     time.Time `json:"started_at"`
 	EndedAt       time.Time `json:"ended_at"`
 	Interrupted   bool      `json:"interrupted"`
+	// NotMeasured names what the run could not measure, and why
+	// (NotMeasuredServerHost: WhyRemote for a server on another machine).
+	NotMeasured map[string]string `json:"not_measured,omitempty"`
 	// Measured holds the executor's figures (nil for workloads that
 	// measure themselves, like storage and fsblog).
 	*Measured
@@ -42,6 +45,13 @@ type Summary struct {
 	// the keys above.
 	Extra Extra `json:"-"`
 }
+
+// NotMeasuredServerHost is the server host's CPU, memory, disks and
+// processes; WhyRemote says why they are not measured.
+const (
+	NotMeasuredServerHost = "server_host"
+	WhyRemote             = "not measured: remote server (the cpu, memory and network series are the driver's machine)"
+)
 
 // Reason is one reason for a run's status: Code for programs, Detail for
 // people (docs/json-summary.md lists the codes).

@@ -638,3 +638,32 @@ func TestStartServerHelper(t *testing.T) {
 		t.Errorf("current_database %s %v", got, err)
 	}
 }
+
+// A restart command that fails, or that does not restart the server, is
+// an error that names it; one that restarts it returns once the server is
+// back (issue 18).
+func TestCommandRestarter(t *testing.T) {
+	t.Parallel()
+	srv := testutil.StartServer(t)
+	ctx := context.Background()
+	r := &server.CommandRestarter{Command: "echo no such service >&2; exit 3", Connect: srv.Connect}
+	if err := r.Restart(ctx, "fast"); err == nil || !strings.Contains(err.Error(), "the restart command failed") || !strings.Contains(err.Error(), "no such service") {
+		t.Errorf("failing command: %v", err)
+	}
+	r = &server.CommandRestarter{Command: "true", Connect: srv.Connect, Timeout: time.Second}
+	if err := r.Restart(ctx, "fast"); err == nil || !strings.Contains(err.Error(), "did not come back restarted") {
+		t.Errorf("a command that does not restart: %v", err)
+	}
+	var said syncBuffer
+	restart := fmt.Sprintf("%s restart -D %s -m fast -w -l %s", filepath.Join(srv.Binaries().Dir, "pg_ctl"), srv.DataDir(), srv.LogPath())
+	if srv.RunAs() != "" && os.Geteuid() == 0 {
+		restart = "setpriv --reuid=" + srv.RunAs() + " --regid=" + srv.RunAs() + " --clear-groups -- " + restart
+	}
+	r = &server.CommandRestarter{Command: restart, Connect: srv.Connect, Log: &said}
+	if err := r.Restart(ctx, "fast"); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if !strings.Contains(said.String(), "restarting the server: ") {
+		t.Errorf("not said: %q", said.String())
+	}
+}

@@ -162,12 +162,19 @@ func randomPassword() (string, error) {
 func (s *Server) writeBaseConfig() error {
 	dataDir := s.DataDir()
 	s.mu.Lock()
-	port, extra := s.st.Port, append([]Setting(nil), s.st.Config...)
+	port, extra, listen := s.st.Port, append([]Setting(nil), s.st.Config...), s.st.Listen
 	s.mu.Unlock()
 
 	var b strings.Builder
 	b.WriteString("# Written by tunebench at every start; edits are overwritten.\n")
-	fmt.Fprintf(&b, "listen_addresses = '127.0.0.1'\nport = %d\n", port)
+	addrs := "127.0.0.1"
+	if listen != "" {
+		addrs += "," + listen
+		if err := s.allowSamenet(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(&b, "listen_addresses = '%s'\nport = %d\n", addrs, port)
 	fmt.Fprintf(&b, "unix_socket_directories = %s\n", confQuote(socketDir(dataDir, port)))
 	b.WriteString("logging_collector = off\n")
 	b.WriteString("lc_messages = 'C'\n")
@@ -200,6 +207,34 @@ func (s *Server) writeBaseConfig() error {
 		if err != nil {
 			return errs.Wrap(errs.KindEnvironment, err, "", "writing %s", main)
 		}
+	}
+	return nil
+}
+
+// hbaSamenet is the pg_hba.conf line a server with a listen address gets:
+// password clients from the networks the server's machine is on.
+const hbaSamenet = "host all all samenet scram-sha-256 # tunebench: Options.Listen"
+
+// allowSamenet adds hbaSamenet to pg_hba.conf once.
+func (s *Server) allowSamenet() error {
+	path := filepath.Join(s.DataDir(), "pg_hba.conf")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return errs.Wrap(errs.KindEnvironment, err, "", "reading %s", path)
+	}
+	if strings.Contains(string(b), hbaSamenet) {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return errs.Wrap(errs.KindEnvironment, err, "", "writing %s", path)
+	}
+	_, err = fmt.Fprintf(f, "\n%s\n", hbaSamenet)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errs.Wrap(errs.KindEnvironment, err, "", "writing %s", path)
 	}
 	return nil
 }

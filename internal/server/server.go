@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,12 @@ type Options struct {
 	// directory is made: an absolute path, absent or empty (a storage
 	// layout's WAL device). Ignored for an existing data directory.
 	WALDir string
+	// Listen is an IP address of this machine (or of the network
+	// namespace Wrap starts the server in) that the server also listens
+	// on, for clients on other machines of its networks (pg_hba.conf:
+	// samenet, scram-sha-256); DSN then names it. "" keeps the recorded
+	// one (none: 127.0.0.1 only).
+	Listen string
 	Log    io.Writer // progress lines; may be nil
 }
 
@@ -93,6 +100,9 @@ type Server struct {
 func Start(ctx context.Context, o Options) (*Server, error) {
 	if strings.TrimSpace(o.Dir) == "" {
 		return nil, errs.Usage("give the server directory with --dir", "no server directory given")
+	}
+	if o.Listen != "" && net.ParseIP(o.Listen) == nil {
+		return nil, errs.Usage("give an IP address of this machine, e.g. --listen 10.0.0.5", "bad listen address %q", o.Listen)
 	}
 	if o.Port < 0 || o.Port > 65535 {
 		return nil, errs.Usage("use a port between 1024 and 65535, or omit --port to pick a free one", "bad port %d", o.Port)
@@ -186,6 +196,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	s.st = prev
 	s.st.BinDir, s.st.Version, s.st.RunAs = bins.Dir, bins.Version, u.Name
+	if o.Listen != "" {
+		s.st.Listen = o.Listen
+	}
 	if o.Config != nil {
 		s.st.Config = append([]Setting{}, o.Config...)
 	}
@@ -381,14 +394,24 @@ func (s *Server) DSN() string { return s.DSNFor("postgres") }
 
 // DSNFor is DSN for another database.
 func (s *Server) DSNFor(dbname string) string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=%s sslmode=disable passfile=%s",
-		s.Port(), Superuser, conninfoQuote(dbname), conninfoQuote(s.PassFile()))
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable passfile=%s",
+		s.host(), s.Port(), Superuser, conninfoQuote(dbname), conninfoQuote(s.PassFile()))
+}
+
+// host is the address clients connect to: Listen, else 127.0.0.1.
+func (s *Server) host() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.Listen != "" {
+		return s.st.Listen
+	}
+	return "127.0.0.1"
 }
 
 // Env is the libpq environment for psql, pgbench and other clients.
 func (s *Server) Env() []string {
 	return []string{
-		"PGHOST=127.0.0.1",
+		"PGHOST=" + s.host(),
 		"PGPORT=" + strconv.Itoa(s.Port()),
 		"PGUSER=" + Superuser,
 		"PGDATABASE=postgres",

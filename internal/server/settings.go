@@ -138,7 +138,7 @@ func validate(all map[string]settingInfo, settings []Setting, r Restarter) ([]se
 			return nil, err
 		}
 		if si.Context == "postmaster" && r == nil {
-			return nil, errs.Usage("set it in the server's configuration and restart the server yourself, or use a managed server",
+			return nil, errs.Usage("give the command that restarts this server with --restart-command (restart_command: in an experiment's target), e.g. 'ssh db1 sudo systemctl restart postgresql'; or set it in the server's configuration and restart it yourself",
 				"setting %s needs a server restart (context postmaster), which tunebench cannot do for this target", name)
 		}
 		infos = append(infos, si)
@@ -660,7 +660,7 @@ func apply(ctx context.Context, connect Connector, r Restarter, settings []Setti
 	}
 	if needRestart {
 		if r == nil {
-			return fail(errs.Usage("restart the server yourself, or use a managed server",
+			return fail(errs.Usage("give the command that restarts this server with --restart-command (restart_command: in an experiment's target), or restart it yourself",
 				"settings %s need a server restart, which tunebench cannot do for this target", strings.Join(pending, ", ")))
 		}
 		pendingSet := map[string]bool{}

@@ -43,6 +43,9 @@ type state struct {
 	Applied []Applied `json:"applied,omitempty"`
 	// Config is the base configuration written to tunebench.conf at every start.
 	Config []Setting `json:"config,omitempty"`
+	// Listen is an address the server listens on besides 127.0.0.1, and
+	// the one clients connect to (Options.Listen).
+	Listen string `json:"listen,omitempty"`
 }
 
 func readState(dir string) (state, error) {
@@ -104,7 +107,8 @@ func pgpassEscape(s string) string {
 }
 
 func pgpassLine(password string) string {
-	return "127.0.0.1:*:*:postgres:" + pgpassEscape(password) + "\n"
+	// Any host: the server also answers at its listen address (Options.Listen).
+	return "*:*:*:postgres:" + pgpassEscape(password) + "\n"
 }
 
 // readPgpass returns the password of our entry in a pgpass file.
@@ -117,14 +121,14 @@ func readPgpass(path string) (string, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := splitPgpass(sc.Text())
-		if len(fields) == 5 && fields[0] == "127.0.0.1" && fields[3] == "postgres" {
+		if len(fields) == 5 && (fields[0] == "127.0.0.1" || fields[0] == "*") && fields[3] == "postgres" {
 			return fields[4], nil
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return "", err
 	}
-	return "", fmt.Errorf("no entry for 127.0.0.1 user postgres in %s", path)
+	return "", fmt.Errorf("no entry for user postgres in %s", path)
 }
 
 func splitPgpass(line string) []string {

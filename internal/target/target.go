@@ -40,6 +40,10 @@ type Target interface {
 	Samplers(ctx context.Context, note func(format string, a ...any)) []sampler.Spec
 	// Env snapshots the environment of a run on this target.
 	Env(ctx context.Context, version string) *envinfo.Snapshot
+	// Remote reports whether the server is on another machine: its host's
+	// CPU, memory, disks and processes are not measured, and nothing of
+	// its filesystem can be used.
+	Remote() bool
 	// ScratchDir is a directory next to the server's data, on the same
 	// filesystem, for workloads that need files (storage, fsblog); ok is
 	// false when the target has none (a server of unknown layout).
@@ -106,6 +110,10 @@ type Spec struct {
 	// The command line: a connection string, a managed server's
 	// directory, a database name.
 	DSN, ServerDir, Database string
+	// RestartCommand restarts the server of a DSN (a server tunebench does
+	// not manage, such as one on another machine), so that settings which
+	// need a restart can be applied and restored; "" refuses them.
+	RestartCommand string
 	// Managed starts (or attaches to) a managed server (experiments); the
 	// target then owns it and Close stops a server it started.
 	Managed *Managed

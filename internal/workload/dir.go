@@ -17,6 +17,10 @@ func Dir(env *RunEnv, given, sub, what string) (string, error) {
 			return "", errs.Usage("give --dir D: a directory on the filesystem to test", "no --dir")
 		}
 		d, ok := env.Target.ScratchDir(sub)
+		if !ok && env.Target.Remote() {
+			return "", errs.Usage("give the workload option dir: a directory on this machine, or run tunebench on the server's machine to test its disks",
+				"no directory for %s: the server is on another machine, and its filesystem cannot be reached from here", what)
+		}
 		if !ok {
 			return "", errs.Usage("give the workload option dir (the target is not a managed server)", "no directory for %s", what)
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,15 +51,6 @@ func ParseTarget(dsnFlag, envDSN string, red *redact.Redactor) (*Target, error) 
 			"invalid connection string: %s", red.String(err.Error()))
 	}
 	red.AddSecret(cfg.Password)
-	if !isLoopback(cfg.Host) {
-		return nil, errs.Usage("tunebench only sends load to this machine (127.0.0.0/8, ::1, localhost or a Unix socket)",
-			"refusing non-loopback host %q", cfg.Host)
-	}
-	for _, fb := range cfg.Fallbacks {
-		if !isLoopback(fb.Host) {
-			return nil, errs.Usage("tunebench only sends load to this machine", "refusing non-loopback host %q", fb.Host)
-		}
-	}
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
@@ -68,11 +60,29 @@ func ParseTarget(dsnFlag, envDSN string, red *redact.Redactor) (*Target, error) 
 	return &Target{Config: cfg, red: red}, nil
 }
 
+// Remote reports whether the server is on another machine: the host the
+// connection names (or one of its fallbacks) is neither a Unix socket, nor
+// localhost, nor a loopback address. The server's host is then out of
+// reach: its CPU, memory, disks and processes cannot be measured from
+// here, and nothing of its filesystem can be touched.
+func (t *Target) Remote() bool {
+	if !isLoopback(t.Config.Host) {
+		return true
+	}
+	for _, fb := range t.Config.Fallbacks {
+		if !isLoopback(fb.Host) {
+			return true
+		}
+	}
+	return false
+}
+
 func hasPassword(dsn string) bool {
 	return strings.Contains(redact.Patterns(dsn), redact.Mask())
 }
 
-// isLoopback accepts Unix socket paths, localhost and loopback addresses.
+// isLoopback accepts Unix socket paths, localhost and loopback addresses
+// (a server on this machine).
 func isLoopback(host string) bool {
 	if host == "" || strings.HasPrefix(host, "/") {
 		return true
@@ -155,15 +165,29 @@ func (t *Target) ConnectError(err error) error {
 		// lists the attempts before it (with sslmode=prefer, "tls error:
 		// server refused TLS connection"), which misleads.
 		msg = t.red.String(pe.Error())
-		switch pe.Code {
-		case "28P01", "28000":
+		switch {
+		case pe.Code == "28000" && strings.Contains(pe.Message, "no encryption"):
+			hint = "the server takes only TLS connections from this client (hostssl in its pg_hba.conf): add sslmode=require to --dsn (verify-full with sslrootcert=FILE also checks its certificate)"
+		case pe.Code == "28000" && strings.Contains(pe.Message, "no pg_hba.conf entry"):
+			hint = "the server's pg_hba.conf has no line for this client (its address, user and database): add one on the server and reload it"
+		case pe.Code == "28P01" || pe.Code == "28000":
 			hint = "authentication failed: set the password with PGPASSWORD or a .pgpass file (PGPASSFILE)"
-		case "3D000":
+		case pe.Code == "3D000":
 			hint = "the database does not exist: create it (createdb) or pick another with dbname= / PGDATABASE"
-		case "42704", "22023":
+		case pe.Code == "42704" || pe.Code == "22023":
 			hint = "the connection string sets a parameter the server does not accept (" + t.red.String(pe.Message) +
 				"): remove it from --dsn / $TUNEBENCH_DSN, or check its spelling (libpq's keywords: host, port, dbname, user, sslmode, ...)"
 		}
+	}
+	var ne net.Error
+	switch {
+	case pe != nil:
+	case errors.Is(err, syscall.ECONNREFUSED):
+		hint = fmt.Sprintf("nothing listens on %s port %d: check that the server is running there, and its port and listen_addresses", t.Config.Host, t.Config.Port)
+	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
+		hint = fmt.Sprintf("no route to %s from this machine: check the address and the network between", t.Config.Host)
+	case errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded):
+		hint = fmt.Sprintf("no answer from %s port %d: check the address, the port and any firewall between (connect_timeout= in --dsn waits longer)", t.Config.Host, t.Config.Port)
 	}
 	// Keep the cause, not the *pgconn.ConnectError itself: its Config holds
 	// the password.

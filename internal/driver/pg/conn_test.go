@@ -47,15 +47,17 @@ func TestParseTargetEnvPasswordRegistered(t *testing.T) {
 	}
 }
 
-func TestParseTargetLoopbackOnly(t *testing.T) {
-	for _, h := range []string{"10.0.0.1", "example.com", "192.168.1.1"} {
-		if _, err := ParseTarget("host="+h, "", redact.New()); errs.KindOf(err) != errs.KindUsage {
-			t.Errorf("host %s accepted: %v", h, err)
+func TestParseTargetRemote(t *testing.T) {
+	for _, h := range []string{"10.0.0.1", "example.com", "192.168.1.1", "127.0.0.1,10.0.0.2"} {
+		tg, err := ParseTarget("host="+h, "", redact.New())
+		if err != nil || !tg.Remote() {
+			t.Errorf("host %s: %v, remote %v", h, err, err == nil && tg.Remote())
 		}
 	}
-	for _, h := range []string{"127.0.0.1", "localhost", "::1", "/tmp"} {
-		if _, err := ParseTarget("host="+h, "", redact.New()); err != nil {
-			t.Errorf("host %s refused: %v", h, err)
+	for _, h := range []string{"127.0.0.1", "localhost", "::1", "/tmp", "127.0.0.2,::1"} {
+		tg, err := ParseTarget("host="+h, "", redact.New())
+		if err != nil || tg.Remote() {
+			t.Errorf("host %s: %v, remote %v", h, err, err == nil && tg.Remote())
 		}
 	}
 }

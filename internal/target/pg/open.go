@@ -26,8 +26,17 @@ func (Driver) Open(ctx context.Context, s target.Spec) (target.Target, error) {
 }
 
 // Check parses a connection string given on the command line or in an
-// experiment file: syntax, no password, a loopback host.
+// experiment file: syntax, no password; and a restart command's.
 func (Driver) Check(s target.Spec) error {
+	if s.RestartCommand != "" {
+		if s.Managed != nil || s.ServerDir != "" {
+			return errs.Usage("drop the restart command: tunebench restarts its managed server itself",
+				"a restart command is for a server given by connection string, not a managed server")
+		}
+		if err := server.ValidRestartCommand(s.RestartCommand); err != nil {
+			return err
+		}
+	}
 	if s.DSN == "" || s.Managed != nil {
 		return nil
 	}
@@ -71,6 +80,9 @@ func open(ctx context.Context, s target.Spec) (*Target, error) {
 	if s.Database != "" {
 		t.conn = t.conn.WithDatabase(s.Database)
 	}
+	if s.RestartCommand != "" {
+		t.restarter = &server.CommandRestarter{Command: s.RestartCommand, Connect: conn.ConnectStd, Log: s.Log}
+	}
 	for _, db := range s.Avoid {
 		if t.conn.Config.Database == db {
 			return nil, errs.Usage("point the dsn at another database (e.g. dbname=postgres) or change target.database",
@@ -81,7 +93,7 @@ func open(ctx context.Context, s target.Spec) (*Target, error) {
 		if !s.Own {
 			return nil, errs.New(errs.KindInternal, "", "base settings need a target that owns its settings")
 		}
-		if t.pending, err = server.Apply(ctx, t.conn.Connect, nil, serverSettings(s.Base)); err != nil {
+		if t.pending, err = server.Apply(ctx, t.conn.Connect, t.restarter, serverSettings(s.Base)); err != nil {
 			return nil, err
 		}
 	}

@@ -47,6 +47,9 @@ type Target struct {
 	tempDir string // removed by Close
 	pending []server.Applied
 	version int // server_version_num (0 until read)
+	// restarter restarts a server given by connection string with the
+	// user's --restart-command (nil: none given).
+	restarter server.Restarter
 }
 
 // From returns the PostgreSQL target behind t, or a usage error naming the
@@ -73,7 +76,20 @@ func (t *Target) Database() string { return t.conn.Config.Database }
 func (t *Target) WithDatabase(name string) target.Target { return t.withDatabase(name) }
 
 func (t *Target) withDatabase(name string) *Target {
-	return &Target{conn: t.conn.WithDatabase(name), srv: t.srv, version: t.version}
+	return &Target{conn: t.conn.WithDatabase(name), srv: t.srv, version: t.version, restarter: t.restarter}
+}
+
+// Remote reports whether the server is on another machine (never for a
+// managed server).
+func (t *Target) Remote() bool { return t.srv == nil && t.conn.Remote() }
+
+// restart is the server's Restarter: the managed server, else the user's
+// restart command (nil: none).
+func (t *Target) restart() server.Restarter {
+	if t.srv != nil {
+		return t.srv
+	}
+	return t.restarter
 }
 
 // Conn is the connection target (pgx configuration), for connections of a
@@ -110,6 +126,7 @@ func (t *Target) Env(ctx context.Context, version string) *envinfo.Snapshot {
 	if t.srv != nil {
 		o.DataDir = t.srv.DataDir()
 	}
+	o.Remote = t.Remote()
 	s := envinfo.Take(ctx, o)
 	if err != nil {
 		s.Warnings = append(s.Warnings, "postgres: "+err.Error())
@@ -138,7 +155,7 @@ func (t *Target) Close(ctx context.Context) error {
 	case t.srv != nil && t.owned:
 		err = t.srv.Release(ctx, nil)
 	case len(t.pending) > 0:
-		err = server.Restore(ctx, t.conn.Connect, nil, t.pending)
+		err = server.Restore(ctx, t.conn.Connect, t.restarter, t.pending)
 		if err == nil {
 			t.pending = nil
 		}

@@ -23,6 +23,11 @@ func (t *Target) Samplers(ctx context.Context, note func(format string, a ...any
 		{Sampler: pgstat.NewStats(t.conn.ConnectStd, "")},
 		{Sampler: pgstat.NewWaits(t.conn.ConnectStd), Interval: pgstat.WaitInterval},
 	}
+	if t.Remote() {
+		// A pid or a path read from the server names something else here.
+		note("PostgreSQL process and disk metrics not measured: remote server (the cpu, memory and network series are the driver's machine)")
+		return specs
+	}
 	dataDir, postmaster := t.locateServer(ctx)
 	if postmaster == nil {
 		note("PostgreSQL process metrics off: the server's processes are not visible here (another host, container or PID namespace?)")

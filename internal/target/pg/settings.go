@@ -31,7 +31,7 @@ func (s settings) Check(ctx context.Context, list []target.Setting) error {
 	if t.srv != nil {
 		return t.srv.Check(ctx, serverSettings(list))
 	}
-	return server.Check(ctx, t.conn.Connect, nil, serverSettings(list), 0)
+	return server.Check(ctx, t.conn.Connect, t.restart(), serverSettings(list), 0)
 }
 
 // Apply applies and verifies the settings. On a managed server each change
@@ -50,7 +50,7 @@ func (s settings) Apply(ctx context.Context, list []target.Setting) (target.Chan
 		// undone in its files when the server does not come back.
 		done, err = t.srv.Apply(ctx, ss)
 	default:
-		done, err = server.Apply(ctx, t.conn.Connect, nil, ss)
+		done, err = server.Apply(ctx, t.conn.Connect, t.restart(), ss)
 		if t.owned {
 			t.pending = mergeFirst(t.pending, done)
 		}
@@ -96,7 +96,7 @@ func (c *change) Restore(ctx context.Context) error {
 	if c.t.srv != nil {
 		return c.t.srv.Release(ctx, c.applied)
 	}
-	return server.Restore(ctx, c.t.conn.Connect, nil, c.applied)
+	return server.Restore(ctx, c.t.conn.Connect, c.t.restart(), c.applied)
 }
 
 // mergeFirst adds done to old, keeping the first previous value of a

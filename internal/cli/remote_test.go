@@ -1,0 +1,152 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/testutil"
+)
+
+// TestRemoteTarget: a server on another machine, as far as the network
+// goes: a managed server started in a network namespace the test made,
+// listening on its veth address, reached from here over the pair only
+// (issue 18). Load, run and check tpcb and tpcc; a reload setting applied
+// and restored; a restart setting refused without a restart command and
+// applied and restored with one; host metrics marked not measured, the
+// round trip recorded; and one clear error each for a wrong password, an
+// address nothing answers at and a server that takes only TLS.
+func TestRemoteTarget(t *testing.T) {
+	t.Parallel()
+	ns := testutil.NewNetNS(t)
+	srv := testutil.StartServerIn(t, ns)
+	h := newHarness(t)
+	db := testutil.CreateDB(t, srv)
+	dsn := fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable passfile=%s", ns.Addr, srv.Port(), db, srv.PassFile())
+	results := tempPath(t, "results.db")
+	conn := []string{"--dsn", dsn, "--results", results}
+	show := func(name string) string {
+		t.Helper()
+		c := testutil.ConnectDB(t, srv, db)
+		var v string
+		if err := c.QueryRow(context.Background(), "SELECT current_setting($1)", name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	h.must(0, "load", "tpcb", "--scale", "1", "--dsn", dsn)
+	h.must(0, "check", "tpcb", "--dsn", dsn)
+	js := tempPath(t, "tpcb.json")
+	workMem := show("work_mem")
+	r := h.must(0, append([]string{"run", "tpcb", "--duration", "2s", "--clients", "2", "--set", "work_mem=7MB", "--json", js}, conn...)...)
+	if !strings.Contains(r.stderr, "not measured: remote server") {
+		t.Errorf("the run does not say the server's host is not measured:\n%s", r.stderr)
+	}
+	var sum struct {
+		NotMeasured map[string]string `json:"not_measured"`
+		RunID       int64             `json:"run_id"`
+	}
+	if b, err := os.ReadFile(js); err != nil || json.Unmarshal(b, &sum) != nil || !strings.Contains(sum.NotMeasured["server_host"], "remote server") {
+		t.Errorf("summary not_measured %v (%v)", sum.NotMeasured, err)
+	}
+	if got := show("work_mem"); got != workMem {
+		t.Errorf("work_mem %s after the run, want %s restored", got, workMem)
+	}
+	s := h.must(0, "results", "show", fmt.Sprint(sum.RunID), "--results", results)
+	if !strings.Contains(s.stdout, "server: on another machine at "+ns.Addr) || !strings.Contains(s.stdout, "round trip") {
+		t.Errorf("results show does not say where the server is:\n%s", s.stdout)
+	}
+	x := h.must(0, "results", "export", fmt.Sprint(sum.RunID), "--format", "json", "--results", results)
+	if strings.Contains(x.stdout, `"data_dir"`) || strings.Contains(x.stdout, `"pg.proc`) {
+		t.Errorf("a remote run records this machine's data directory or process series as the server's")
+	}
+
+	// A restart setting: refused without a way to restart, applied and
+	// restored with the user's command (it restarts the server in its
+	// namespace).
+	buffers := show("shared_buffers")
+	r = h.must(2, append([]string{"run", "tpcb", "--duration", "1s", "--set", "shared_buffers=48MB"}, conn...)...)
+	if !strings.Contains(r.stderr, "--restart-command") {
+		t.Errorf("restart setting without a restart command:\n%s", r)
+	}
+	restart := ns.Exec(srv, filepath.Join(srv.Binaries().Dir, "pg_ctl"), "restart", "-D", srv.DataDir(), "-m", "fast", "-w", "-l", srv.LogPath())
+	js2 := tempPath(t, "restart.json")
+	r = h.must(0, append([]string{"run", "tpcb", "--duration", "1s", "--set", "shared_buffers=48MB", "--restart-command", restart, "--json", js2}, conn...)...)
+	if !strings.Contains(r.stderr, "restarting the server: ") {
+		t.Errorf("the restart is not said:\n%s", r.stderr)
+	}
+	if b, _ := os.ReadFile(js2); !strings.Contains(string(b), `"shared_buffers": "48MB"`) && !strings.Contains(string(b), `"shared_buffers":"48MB"`) {
+		t.Errorf("the run does not record shared_buffers=48MB:\n%s", b)
+	}
+	if got := show("shared_buffers"); got != buffers {
+		t.Errorf("shared_buffers %s after the run, want %s restored", got, buffers)
+	}
+
+	// tpcc: load, run (with its checks), check.
+	h.must(0, "load", "tpcc", "--warehouses", "1", "--dsn", dsn)
+	h.must(0, append([]string{"run", "tpcc", "--vusers", "2", "--rampup", "0s", "--duration", "2s"}, conn...)...)
+	h.must(0, "check", "tpcc", "--dsn", dsn)
+
+	// An experiment on the remote server: template databases for the
+	// resets, a restart setting through the file's restart_command, and
+	// the server's settings as they were at the end.
+	path := writeExperiment(t, fmt.Sprintf(`name: remote
+target:
+  dsn: %q
+  restart_command: %q
+workload:
+  name: tpcb
+  options: {scale: 1, duration: 1s, clients: 2}
+matrix:
+  settings:
+    shared_buffers: [32MB, 48MB]
+`, dsn, restart))
+	r = h.must(0, "experiment", "run", path, "--results", results)
+	if !strings.Contains(r.stderr, "restarting the server: ") {
+		t.Errorf("the experiment did not restart the server:\n%s", r.stderr)
+	}
+	if got := show("shared_buffers"); got != buffers {
+		t.Errorf("shared_buffers %s after the experiment, want %s restored", got, buffers)
+	}
+
+	// One clear error each.
+	bad := newHarness(t)
+	bad.env["TUNEBENCH_DSN"] = fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable password=wrong-password", ns.Addr, srv.Port(), db)
+	r = bad.must(3, "run", "tpcb", "--duration", "1s", "--results", results)
+	if !strings.Contains(r.stderr, "authentication failed") || strings.Contains(r.stderr, "wrong-password") {
+		t.Errorf("wrong password:\n%s", r)
+	}
+	gone := testutil.NewNetNS(t)
+	exec.Command("sh", "-c", "ip -n "+gone.Name+" -o link | grep -o 'tbn[0-9]*' | xargs -r -I{} ip -n "+gone.Name+" link set {} down").Run()
+	t0 := time.Now()
+	r = h.must(3, "run", "tpcb", "--duration", "1s", "--results", results, "--dsn", fmt.Sprintf("host=%s port=5432 user=postgres dbname=x sslmode=disable connect_timeout=2", gone.Addr))
+	if !strings.Contains(r.stderr, gone.Addr) || !(strings.Contains(r.stderr, "no route to") || strings.Contains(r.stderr, "no answer from")) {
+		t.Errorf("an address nothing answers at (%v):\n%s", time.Since(t0), r)
+	}
+	t.Logf("an address nothing answers at, after %v:\n%s", time.Since(t0).Round(time.Millisecond), r.stderr)
+	hba := filepath.Join(srv.DataDir(), "pg_hba.conf")
+	b, err := os.ReadFile(hba)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hba, []byte(strings.Replace(string(b), "\nhost all all samenet", "\nhostssl all all samenet", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := testutil.Connect(t, srv)
+	if _, err := c.Exec(context.Background(), "SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	r = h.must(3, append([]string{"run", "tpcb", "--duration", "1s"}, conn...)...)
+	if !strings.Contains(r.stderr, "sslmode=require") {
+		t.Errorf("a server that takes only TLS:\n%s", r)
+	}
+	t.Logf("a server that takes only TLS:\n%s", r.stderr)
+}

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/errs"
+)
+
+// CommandRestarter restarts a server tunebench does not manage (one on
+// another machine) with a command the user gave (`--restart-command`,
+// `restart_command:`), e.g. `ssh db1 sudo systemctl restart postgresql`.
+// It runs the command with sh -c, waits until the server accepts
+// connections again, and checks that it did restart.
+type CommandRestarter struct {
+	Command string
+	Connect Connector
+	Log     io.Writer
+	// Timeout bounds the command and the wait after it (0: RestartTimeout).
+	Timeout time.Duration
+}
+
+// RestartTimeout is how long a restart command and the server's return
+// may take together by default.
+const RestartTimeout = 5 * time.Minute
+
+// Restart runs the command (mode is the managed server's pg_ctl mode and
+// does not apply: the command says how) and waits for the server.
+func (c *CommandRestarter) Restart(ctx context.Context, _ string) error {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = RestartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	before, err := c.startTime(ctx)
+	if err != nil {
+		return errs.Wrap(errs.KindConnect, err, "", "reading the server's start time before its restart")
+	}
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, "restarting the server: %s\n", c.Command)
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "sh", "-c", c.Command)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return errs.Wrap(errs.KindEnvironment, err, "run the command by hand to see what it needs; it must restart the server and return",
+			"the restart command failed: %s\n%s", c.Command, lastLines(out.String(), 10))
+	}
+	var last error
+	for {
+		after, err := c.startTime(ctx)
+		switch {
+		case err == nil && after.After(before):
+			return nil
+		case err == nil:
+			last = fmt.Errorf("the server still runs since %s", before.Format(time.RFC3339))
+		default:
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return errs.Wrap(errs.KindConnect, last, "check the command: it must restart the server this target connects to (pg_postmaster_start_time() changes)",
+				"the server did not come back restarted within %s of the restart command %q", timeout, c.Command)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// startTime reads pg_postmaster_start_time() on a new connection.
+func (c *CommandRestarter) startTime(ctx context.Context) (time.Time, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := c.Connect(cctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var t time.Time
+	err = conn.QueryRow(cctx, "SELECT pg_postmaster_start_time()").Scan(&t)
+	return t, err
+}
+
+// ValidRestartCommand checks a restart command's syntax (not empty, one line).
+func ValidRestartCommand(cmd string) error {
+	if strings.TrimSpace(cmd) == "" || strings.ContainsAny(cmd, "\n\r") {
+		return errs.Usage("give one shell command line that restarts the server, e.g. --restart-command 'ssh db1 sudo systemctl restart postgresql'",
+			"bad restart command %q", cmd)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tunebench/tunebench/internal/server"
+)
+
+// NetNS is a network namespace a test made, joined to this one by a veth
+// pair: HostAddr on this side, Addr inside. A server started in it (Wrap)
+// is on "another machine" as far as the network goes, and the test
+// reaches it over the pair only: tests never contact another address.
+type NetNS struct {
+	Name     string
+	Addr     string // the namespace's side, e.g. 10.231.7.2
+	HostAddr string // this side, e.g. 10.231.7.1
+}
+
+var netnsSeq atomic.Int32
+
+// NewNetNS makes a namespace with a veth pair in a /30 of 10.231.0.0/16
+// that no interface here uses yet, or skips (fails in CI) without root or
+// ip. tb.Cleanup deletes the namespace, which removes the pair too, also
+// when the test fails.
+func NewNetNS(tb testing.TB) *NetNS {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		skipOrFail(tb, "network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		skipOrFail(tb, "ip (iproute2) is not installed")
+	}
+	used, _ := exec.Command("ip", "-o", "-4", "addr").Output()
+	n := int(netnsSeq.Add(1))
+	var k int
+	for k = (os.Getpid()*7 + n*13) % 250; strings.Contains(string(used), fmt.Sprintf("10.231.%d.", k)); k = (k + 1) % 250 {
+	}
+	ns := &NetNS{Name: fmt.Sprintf("tbtest-%d-%d", os.Getpid(), n), Addr: fmt.Sprintf("10.231.%d.2", k), HostAddr: fmt.Sprintf("10.231.%d.1", k)}
+	host, inside := fmt.Sprintf("tbh%d", k), fmt.Sprintf("tbn%d", k)
+	run := func(args ...string) {
+		tb.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			tb.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "add", ns.Name).CombinedOutput(); err != nil {
+		skipOrFail(tb, fmt.Sprintf("cannot make a network namespace: %v: %s", err, out))
+	}
+	tb.Cleanup(func() {
+		exec.Command("ip", "netns", "del", ns.Name).Run()
+		exec.Command("ip", "link", "del", host).Run() // gone with the namespace; in case the move failed
+	})
+	run("link", "add", host, "type", "veth", "peer", "name", inside)
+	run("link", "set", inside, "netns", ns.Name)
+	run("addr", "add", ns.HostAddr+"/30", "dev", host)
+	run("link", "set", host, "up")
+	run("-n", ns.Name, "addr", "add", ns.Addr+"/30", "dev", inside)
+	run("-n", ns.Name, "link", "set", inside, "up")
+	run("-n", ns.Name, "link", "set", "lo", "up")
+	return ns
+}
+
+// Wrap runs cmd inside the namespace (a server.Options.Wrap): ip netns
+// exec as root, then setpriv to the user cmd was to run as.
+func (ns *NetNS) Wrap(cmd *exec.Cmd) error {
+	args := []string{"ip", "netns", "exec", ns.Name}
+	if a := cmd.SysProcAttr; a != nil && a.Credential != nil {
+		c := a.Credential
+		args = append(args, "setpriv", "--reuid="+strconv.Itoa(int(c.Uid)), "--regid="+strconv.Itoa(int(c.Gid)), "--clear-groups", "--")
+		attr := *a
+		attr.Credential = nil
+		cmd.SysProcAttr = &attr
+	}
+	path, err := exec.LookPath("ip")
+	if err != nil {
+		return err
+	}
+	cmd.Args = append(append(args, cmd.Path), cmd.Args[1:]...)
+	cmd.Path = path
+	return nil
+}
+
+// Exec is a command line that runs argv inside the namespace as the
+// managed server's user (for a restart command).
+func (ns *NetNS) Exec(srv *server.Server, argv ...string) string {
+	q := make([]string, 0, len(argv)+8)
+	q = append(q, "ip", "netns", "exec", ns.Name, "setpriv")
+	if u, err := lookupUser(srv.RunAs()); err == nil {
+		q = append(q, "--reuid="+strconv.Itoa(u[0]), "--regid="+strconv.Itoa(u[1]), "--clear-groups")
+	}
+	q = append(q, "--")
+	for _, a := range argv {
+		q = append(q, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	return strings.Join(q, " ")
+}
+
+// lookupUser returns uid and gid of a user name.
+func lookupUser(name string) ([2]int, error) {
+	out, err := exec.Command("id", "-u", name).Output()
+	if err != nil {
+		return [2]int{}, err
+	}
+	uid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	out, err = exec.Command("id", "-g", name).Output()
+	if err != nil {
+		return [2]int{}, err
+	}
+	gid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return [2]int{uid, gid}, nil
+}
+
+// StartServerIn starts a managed server for one test inside the namespace,
+// listening on its address (server.Options.Listen): tunebench reaches it
+// from here as a remote server.
+func StartServerIn(tb testing.TB, ns *NetNS, opts ...func(*server.Options)) *server.Server {
+	tb.Helper()
+	return StartServer(tb, append([]func(*server.Options){func(o *server.Options) {
+		o.Listen, o.Wrap = ns.Addr, ns.Wrap
+	}}, opts...)...)
+}
