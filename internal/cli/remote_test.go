@@ -149,4 +149,28 @@ matrix:
 		t.Errorf("a server that takes only TLS:\n%s", r)
 	}
 	t.Logf("a server that takes only TLS:\n%s", r.stderr)
+
+	// With TLS on the server, sslmode=require runs, and the environment
+	// records the negotiated TLS.
+	testutil.ServerTLS(t, srv)
+	if _, err := c.Exec(context.Background(), "ALTER SYSTEM SET ssl = on"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Exec(context.Background(), "ALTER SYSTEM RESET ssl") })
+	if _, err := c.Exec(context.Background(), "SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	js3 := tempPath(t, "tls.json")
+	h.must(0, "run", "tpcb", "--duration", "1s", "--clients", "2", "--results", results, "--json", js3, "--dsn", strings.Replace(dsn, "sslmode=disable", "sslmode=require", 1))
+	var tls struct {
+		RunID int64 `json:"run_id"`
+	}
+	if b, err := os.ReadFile(js3); err != nil || json.Unmarshal(b, &tls) != nil {
+		t.Fatalf("TLS run summary: %v", err)
+	}
+	x = h.must(0, "results", "export", fmt.Sprint(tls.RunID), "--format", "json", "--results", results)
+	if xs := strings.ReplaceAll(x.stdout, " ", ""); !strings.Contains(xs, `"tls":{"cipher":`) || !strings.Contains(xs, `"version":"TLSv1.`) {
+		t.Errorf("the TLS run does not record its TLS:\n%.3000s", x.stdout)
+	}
 }
