@@ -63,6 +63,11 @@ func TestRemoteTarget(t *testing.T) {
 	if !strings.Contains(s.stdout, "server: on another machine at "+ns.Addr) || !strings.Contains(s.stdout, "round trip") {
 		t.Errorf("results show does not say where the server is:\n%s", s.stdout)
 	}
+	rep := tempPath(t, "remote.html")
+	h.must(0, "report", fmt.Sprint(sum.RunID), "-o", rep, "--results", results)
+	if b, _ := os.ReadFile(rep); !strings.Contains(string(b), "server host: not measured: remote server") || !strings.Contains(string(b), "on another machine at "+ns.Addr) {
+		t.Errorf("the report does not say the server's host is not measured, or where the server is")
+	}
 	x := h.must(0, "results", "export", fmt.Sprint(sum.RunID), "--format", "json", "--results", results)
 	if strings.Contains(x.stdout, `"data_dir"`) || strings.Contains(x.stdout, `"pg.proc`) {
 		t.Errorf("a remote run records this machine's data directory or process series as the server's")

@@ -74,6 +74,8 @@ type summaryFields struct {
 	// completing, in seconds since the measurement start (the time base of
 	// the stored series).
 	Outages []results.Outage `json:"outages"`
+	// NotMeasured: what the run could not measure, and why.
+	NotMeasured map[string]string `json:"not_measured"`
 }
 
 type txnStats struct {

@@ -3,6 +3,7 @@ package report
 import (
 	"html/template"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -91,6 +92,9 @@ type runCharts struct {
 	Outages []string
 	Charts  []namedChart
 	Missing []string // charts left out for lack of data
+	// NotMeasured says what the run could not measure (a remote server's
+	// host), as the summary records it.
+	NotMeasured []string
 }
 
 // seriesMap groups a run's points by series name, in saved order.
@@ -128,6 +132,10 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 			rc.Status += "; not counted"
 		}
 	}
+	for k, why := range rd.Sum.NotMeasured {
+		rc.NotMeasured = append(rc.NotMeasured, strings.ReplaceAll(k, "_", " ")+": "+why)
+	}
+	slices.Sort(rc.NotMeasured)
 	sm := seriesMap(rd)
 	outs := rd.Sum.Outages
 
