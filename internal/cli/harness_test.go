@@ -343,6 +343,7 @@ type openLoopJSON struct {
 	Late          int64   `json:"late"`
 	MaxQueueDepth int64   `json:"max_queue_depth"`
 	ScheduleLagMs latency `json:"schedule_lag_ms"`
+	DispatchMs    latency `json:"dispatch_delay_ms"`
 	ServiceMs     latency `json:"service_ms"`
 }
 

@@ -2,6 +2,9 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,6 +88,16 @@ func TestOpenLoopStall(t *testing.T) {
 	if s.OpenLoop.ScheduleLagMs.Max < 1000 || s.OpenLoop.MaxQueueDepth < 100 {
 		t.Errorf("schedule lag max %.1f ms, max queue depth %d: the stall should show as lag and a queue",
 			s.OpenLoop.ScheduleLagMs.Max, s.OpenLoop.MaxQueueDepth)
+	}
+	// The driver's own dispatch delay is part of every start's lag, and
+	// none of the stall's queue.
+	if d := s.OpenLoop.DispatchMs; d.P50 <= 0 || d.Max > s.OpenLoop.ScheduleLagMs.Max || d.P99 > 0.5*s.OpenLoop.ScheduleLagMs.Max {
+		t.Errorf("dispatch delay %+v against schedule lag max %.1f ms", d, s.OpenLoop.ScheduleLagMs.Max)
+	}
+	rep := tempPath(t, "openloop.html")
+	h.must(0, "report", fmt.Sprint(s.RunID), "-o", rep, "--results", results)
+	if b, _ := os.ReadFile(rep); !strings.Contains(string(b), "of it the driver&#39;s own dispatch delay p50") {
+		t.Errorf("the report does not show the dispatch delay next to the schedule lag")
 	}
 	if s.OpenLoop.TargetTPS != rate {
 		t.Errorf("target_tps %v", s.OpenLoop.TargetTPS)

@@ -76,6 +76,12 @@ type summaryFields struct {
 	Outages []results.Outage `json:"outages"`
 	// NotMeasured: what the run could not measure, and why.
 	NotMeasured map[string]string `json:"not_measured"`
+	OpenLoop    *struct {
+		TargetTPS   float64            `json:"target_tps"`
+		AchievedTPS float64            `json:"achieved_tps"`
+		Lag         map[string]float64 `json:"schedule_lag_ms"`
+		Dispatch    map[string]float64 `json:"dispatch_delay_ms"`
+	} `json:"open_loop"`
 }
 
 type txnStats struct {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"html/template"
 	"math"
 	"slices"
@@ -95,6 +96,9 @@ type runCharts struct {
 	// NotMeasured says what the run could not measure (a remote server's
 	// host), as the summary records it.
 	NotMeasured []string
+	// OpenLoop is an open-loop run's schedule lag and, next to it, the
+	// driver's own dispatch delay.
+	OpenLoop string
 }
 
 // seriesMap groups a run's points by series name, in saved order.
@@ -136,6 +140,10 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 		rc.NotMeasured = append(rc.NotMeasured, strings.ReplaceAll(k, "_", " ")+": "+why)
 	}
 	slices.Sort(rc.NotMeasured)
+	if ol := rd.Sum.OpenLoop; ol != nil {
+		rc.OpenLoop = fmt.Sprintf("Open loop at %.0f tps (achieved %.1f): schedule lag p50 %.3f ms, p99 %.3f ms; of it the driver's own dispatch delay p50 %.3f ms, p99 %.3f ms (the rest is queueing behind busy workers).",
+			ol.TargetTPS, ol.AchievedTPS, ol.Lag["p50"], ol.Lag["p99"], ol.Dispatch["p50"], ol.Dispatch["p99"])
+	}
 	sm := seriesMap(rd)
 	outs := rd.Sum.Outages
 

@@ -72,14 +72,18 @@ type Outage struct {
 
 // OpenLoop is what an open-loop (rate) run adds.
 type OpenLoop struct {
-	TargetTPS      float64 `json:"target_tps"`
-	AchievedTPS    float64 `json:"achieved_tps"`
-	ScheduleLagMs  Latency `json:"schedule_lag_ms"`
-	ServiceMs      Latency `json:"service_ms"`
-	LatencyLimitMs float64 `json:"latency_limit_ms,omitempty"`
-	Skipped        int64   `json:"skipped"`
-	Late           int64   `json:"late"`
-	MaxQueueDepth  int64   `json:"max_queue_depth"`
+	TargetTPS     float64 `json:"target_tps"`
+	AchievedTPS   float64 `json:"achieved_tps"`
+	ScheduleLagMs Latency `json:"schedule_lag_ms"`
+	// DispatchDelayMs is the driver's own part of the schedule lag: from
+	// when a start could have begun (its intended time, or when a worker
+	// became free if later) to when it did. The rest is queueing.
+	DispatchDelayMs Latency `json:"dispatch_delay_ms"`
+	ServiceMs       Latency `json:"service_ms"`
+	LatencyLimitMs  float64 `json:"latency_limit_ms,omitempty"`
+	Skipped         int64   `json:"skipped"`
+	Late            int64   `json:"late"`
+	MaxQueueDepth   int64   `json:"max_queue_depth"`
 }
 
 // DriverStats is tunebench's own cost over the measurement.
@@ -137,7 +141,7 @@ func FromRun(res *run.Result) *Summary {
 		m.LatencyNote = "open loop: latency from the intended (scheduled) start; schedule lag and service time reported separately"
 		m.OpenLoop = &OpenLoop{
 			TargetTPS: res.TargetRate, AchievedTPS: res.TPS,
-			ScheduleLagMs: LatencyOf(res.Lag), ServiceMs: LatencyOf(res.Service),
+			ScheduleLagMs: LatencyOf(res.Lag), DispatchDelayMs: LatencyOf(res.Dispatch), ServiceMs: LatencyOf(res.Service),
 			Skipped: res.Skipped, Late: res.Late, MaxQueueDepth: res.MaxQueueDepth,
 		}
 	} else {

@@ -48,6 +48,9 @@ type workerState struct {
 	exited chan struct{}
 	timer  *time.Timer
 	rng    *rand.Rand
+	// dispatch is the open-loop dispatch delay of the worker's measured
+	// starts (nil in closed loop); written by the worker before each step.
+	dispatch *metrics.Hist
 
 	// Owned by the worker goroutine. The collector reads them only after the
 	// worker exited, or after it abandoned the worker inside a Step (the
@@ -223,6 +226,9 @@ func Execute(ctx context.Context, cfg Config, newWorker Factory) (*Result, error
 			rng:       rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)+1)),
 			sqlStates: map[string]int64{},
 		})
+		if cfg.OpenLoop() {
+			r.workers[i].dispatch = metrics.NewHist()
+		}
 	}
 	if r.open {
 		r.q = make(chan time.Duration, queueCap)
@@ -689,6 +695,12 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		GCPauses:         c.selfDelta.GCPauses,
 		GCCycles:         c.selfDelta.GCCycles,
 		GCPauseTotal:     c.selfDelta.GCPauseTotal,
+	}
+	if r.open {
+		res.Dispatch = metrics.NewHist()
+		for _, ws := range r.workers {
+			res.Dispatch.Merge(ws.dispatch)
+		}
 	}
 	for _, e := range cum.Entries() {
 		res.Ops = append(res.Ops, OpStats{

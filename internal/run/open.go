@@ -107,7 +107,15 @@ func (r *runner) openLoop(ws *workerState) {
 	defer r.workerExit(ws)
 	limit := r.cfg.LatencyLimit
 	var backoff time.Duration
-	for tk := range r.q {
+	for {
+		// When this worker became free to take the next start: a start
+		// taken later than both that and its due time was held up by the
+		// driver itself (the scheduler's hand-off, the worker's wake-up).
+		freeAt := r.since()
+		tk, ok := <-r.q
+		if !ok {
+			return
+		}
 		measured := tk >= r.msOff
 		if r.isHalted() {
 			if measured {
@@ -139,6 +147,9 @@ func (r *runner) openLoop(ws *workerState) {
 				ws.unfinished++
 			}
 			continue // closed at the drain deadline
+		}
+		if measured {
+			ws.dispatch.Record(now - max(tk, freeAt))
 		}
 		o, err := ws.w.Step(r.stepCtx)
 		end := r.since()

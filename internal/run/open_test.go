@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/metrics"
 	stp "github.com/tunebench/tunebench/internal/step"
 )
 
@@ -403,6 +404,16 @@ func openLoopDrainServesBacklogAndExtendsWindow(t *testing.T) {
 	starts := fifoStarts(schedulePoints(rate, seed, 0, dur), step)
 	if want := starts[len(starts)-1].Seconds(); want <= 1.1 || res.MeasuredSeconds != want {
 		t.Errorf("measured %v, want %v: the backlog served in the drain must extend the window", res.MeasuredSeconds, want)
+	}
+	// The schedule lag is queueing (one busy worker), not the driver: with
+	// exact timers (the bubble's) the driver's own dispatch delay is zero
+	// for every start (the histograms' floor, metrics.MinMicros), while
+	// the lag grows to hundreds of ms.
+	if res.Dispatch == nil || res.Dispatch.Count() != res.Committed || res.Dispatch.MaxMicros() > metrics.MinMicros {
+		t.Errorf("dispatch delay: %d samples (committed %d), max %d µs; want one per start, all 0", res.Dispatch.Count(), res.Committed, res.Dispatch.MaxMicros())
+	}
+	if p := res.Lag.PercentileMs(99); p < 100 {
+		t.Errorf("schedule lag p99 %.1f ms: the backlog should show there", p)
 	}
 	// Capacity is ~60/s; the reported tps must not claim the target.
 	within(t, "tps", res.TPS, 40, 75)

@@ -73,6 +73,12 @@ type Result struct {
 	// Service (actual start to end) and Lag (actual - intended start) cover
 	// committed transactions; open loop only (nil otherwise).
 	Service, Lag *metrics.Hist
+	// Dispatch is the driver's own delay in starting the measured
+	// transactions (open loop only): from when a start could have begun
+	// (its intended time, or when a worker became free to take it if
+	// later) to when it did. The schedule lag less this is queueing (every
+	// worker busy).
+	Dispatch *metrics.Hist
 	// Skipped: open-loop transactions not sent because of LatencyLimit.
 	// Late: completed transactions slower than LatencyLimit.
 	// Unfinished: measured transactions that were in a Step when the drain
