@@ -15,7 +15,7 @@ func newServerCmd(s *State) *cobra.Command {
 		Use:   "server",
 		Short: "Manage a PostgreSQL server that tunebench runs itself",
 		Long: `A managed PostgreSQL lives in one directory: its data, log, state and a
-password file. It listens on 127.0.0.1 only. When tunebench runs as root, the
+password file. It listens on 127.0.0.1 (and --listen ADDR). When tunebench runs as root, the
 server runs as an unprivileged user (postgres, or --run-as USER).`,
 	}
 	cmd.AddCommand(newServerStartCmd(s), newServerStopCmd(s), newServerStatusCmd(s), newServerEnvCmd(s))

@@ -650,6 +650,13 @@ func TestCommandRestarter(t *testing.T) {
 	if err := r.Restart(ctx, "fast"); err == nil || !strings.Contains(err.Error(), "the restart command failed") || !strings.Contains(err.Error(), "no such service") {
 		t.Errorf("failing command: %v", err)
 	}
+	// A command that hangs (and a child holding its output) ends at the
+	// timeout.
+	t0 := time.Now()
+	r = &server.CommandRestarter{Command: "sleep 30 & sleep 30", Connect: srv.Connect, Timeout: time.Second}
+	if err := r.Restart(ctx, "fast"); err == nil || time.Since(t0) > 10*time.Second {
+		t.Errorf("a hanging command: %v after %v", err, time.Since(t0))
+	}
 	r = &server.CommandRestarter{Command: "true", Connect: srv.Connect, Timeout: time.Second}
 	if err := r.Restart(ctx, "fast"); err == nil || !strings.Contains(err.Error(), "did not come back restarted") {
 		t.Errorf("a command that does not restart: %v", err)

@@ -118,7 +118,7 @@ func (s *Server) initdb(ctx context.Context, password string, noSync bool, walDi
 			"initdb failed for %s:\n%s", dataDir, lastLines(string(out), 20))
 	}
 	s.logf("initdb done in %.1fs", time.Since(t0).Seconds())
-	if err := writeFileAtomic(s.PassFile(), []byte(pgpassLine(password)), 0o600); err != nil {
+	if err := writeFileAtomic(s.PassFile(), []byte(pgpassLine(password, s.st.Listen)), 0o600); err != nil {
 		return err
 	}
 	s.password = password
@@ -136,9 +136,14 @@ func (s *Server) loadPassword(given string) error {
 				"the password given differs from the one recorded in %s", s.PassFile())
 		}
 		s.password = pw
+		// A listen address given since: clients that connect there need
+		// its line too.
+		if s.st.Listen != "" && !pgpassHas(s.PassFile(), s.st.Listen) {
+			return writeFileAtomic(s.PassFile(), []byte(pgpassLine(pw, s.st.Listen)), 0o600)
+		}
 		return nil
 	case given != "":
-		if err := writeFileAtomic(s.PassFile(), []byte(pgpassLine(given)), 0o600); err != nil {
+		if err := writeFileAtomic(s.PassFile(), []byte(pgpassLine(given, s.st.Listen)), 0o600); err != nil {
 			return err
 		}
 		s.password = given

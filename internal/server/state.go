@@ -106,9 +106,28 @@ func pgpassEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `:`, `\:`).Replace(s)
 }
 
-func pgpassLine(password string) string {
-	// Any host: the server also answers at its listen address (Options.Listen).
-	return "*:*:*:postgres:" + pgpassEscape(password) + "\n"
+func pgpassLine(password string, hosts ...string) string {
+	var b strings.Builder
+	for _, h := range append([]string{"127.0.0.1"}, hosts...) {
+		if h != "" {
+			b.WriteString(pgpassEscape(h) + ":*:*:postgres:" + pgpassEscape(password) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// pgpassHas reports whether the pgpass file has a line for host.
+func pgpassHas(path, host string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := splitPgpass(line); len(f) == 5 && f[0] == host {
+			return true
+		}
+	}
+	return false
 }
 
 // readPgpass returns the password of our entry in a pgpass file.

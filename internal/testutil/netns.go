@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/tunebench/tunebench/internal/server"
@@ -36,11 +38,9 @@ func NewNetNS(tb testing.TB) *NetNS {
 	if _, err := exec.LookPath("ip"); err != nil {
 		skipOrFail(tb, "ip (iproute2) is not installed")
 	}
-	used, _ := exec.Command("ip", "-o", "-4", "addr").Output()
+	sweepNetNS()
 	n := int(netnsSeq.Add(1))
-	var k int
-	for k = (os.Getpid()*7 + n*13) % 250; strings.Contains(string(used), fmt.Sprintf("10.231.%d.", k)); k = (k + 1) % 250 {
-	}
+	k, unlock := claimSubnet(tb, (os.Getpid()*7+n*13)%250)
 	ns := &NetNS{Name: fmt.Sprintf("tbtest-%d-%d", os.Getpid(), n), Addr: fmt.Sprintf("10.231.%d.2", k), HostAddr: fmt.Sprintf("10.231.%d.1", k)}
 	host, inside := fmt.Sprintf("tbh%d", k), fmt.Sprintf("tbn%d", k)
 	run := func(args ...string) {
@@ -50,11 +50,13 @@ func NewNetNS(tb testing.TB) *NetNS {
 		}
 	}
 	if out, err := exec.Command("ip", "netns", "add", ns.Name).CombinedOutput(); err != nil {
+		unlock()
 		skipOrFail(tb, fmt.Sprintf("cannot make a network namespace: %v: %s", err, out))
 	}
 	tb.Cleanup(func() {
 		exec.Command("ip", "netns", "del", ns.Name).Run()
 		exec.Command("ip", "link", "del", host).Run() // gone with the namespace; in case the move failed
+		unlock()                                      // only now may another test take subnet k
 	})
 	run("link", "add", host, "type", "veth", "peer", "name", inside)
 	run("link", "set", inside, "netns", ns.Name)
@@ -64,6 +66,44 @@ func NewNetNS(tb testing.TB) *NetNS {
 	run("-n", ns.Name, "link", "set", inside, "up")
 	run("-n", ns.Name, "link", "set", "lo", "up")
 	return ns
+}
+
+// claimSubnet takes a /30 of 10.231.0.0/16 (number k, from start on) that
+// no interface here uses and no other test holds: a lock file, held until
+// unlock, tells the test processes of one machine apart.
+func claimSubnet(tb testing.TB, start int) (int, func()) {
+	tb.Helper()
+	used, _ := exec.Command("ip", "-o", "-4", "addr").Output()
+	for i := range 250 {
+		k := (start + i) % 250
+		if strings.Contains(string(used), fmt.Sprintf("10.231.%d.", k)) {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("tunebench-netns-%d.lock", k)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close()
+			continue
+		}
+		return k, func() { f.Close() }
+	}
+	tb.Fatalf("no free /30 in 10.231.0.0/16 for a test network namespace")
+	return 0, nil
+}
+
+// sweepNetNS deletes the namespaces a killed test process left
+// (tbtest-PID-N of a pid that is gone).
+func sweepNetNS() {
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		var pid, n int
+		if _, err := fmt.Sscanf(name, "tbtest-%d-%d", &pid, &n); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH {
+			exec.Command("ip", "netns", "del", name).Run()
+		}
+	}
 }
 
 // Wrap runs cmd inside the namespace (a server.Options.Wrap): ip netns

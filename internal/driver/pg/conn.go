@@ -167,11 +167,15 @@ func (t *Target) ConnectError(err error) error {
 		msg = t.red.String(pe.Error())
 		switch {
 		case pe.Code == "28000" && strings.Contains(pe.Message, "no encryption"):
-			hint = "the server takes only TLS connections from this client (hostssl in its pg_hba.conf): add sslmode=require to --dsn (verify-full with sslrootcert=FILE also checks its certificate)"
-		case pe.Code == "28000" && strings.Contains(pe.Message, "no pg_hba.conf entry"):
+			// PostgreSQL says "no encryption" of every plain connection
+			// it has no line for: TLS-only (hostssl) or no line at all.
+			hint = "the server's pg_hba.conf lets no plain connection of this client in: if it takes only TLS (hostssl), add sslmode=require to --dsn (verify-full with sslrootcert=FILE also checks its certificate); otherwise add a line for this client's address, user and database on the server and reload it"
+		case pe.Code == "28000" && strings.Contains(pe.Message, "pg_hba.conf"):
 			hint = "the server's pg_hba.conf has no line for this client (its address, user and database): add one on the server and reload it"
-		case pe.Code == "28P01" || pe.Code == "28000":
+		case pe.Code == "28P01":
 			hint = "authentication failed: set the password with PGPASSWORD or a .pgpass file (PGPASSFILE)"
+		case pe.Code == "28000":
+			hint = "the server refused this client: its pg_hba.conf may have no line for this client's address, user and database (add one and reload), take only TLS (add sslmode=require to --dsn), or the role may not log in"
 		case pe.Code == "3D000":
 			hint = "the database does not exist: create it (createdb) or pick another with dbname= / PGDATABASE"
 		case pe.Code == "42704" || pe.Code == "22023":

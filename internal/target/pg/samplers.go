@@ -34,7 +34,11 @@ func (t *Target) Samplers(ctx context.Context, note func(format string, a ...any
 	} else {
 		specs = append(specs, sampler.Spec{Sampler: &system.PGProcs{Proc: procRoot, Postmaster: postmaster}})
 	}
-	if dataDir == "" {
+	if dataDir != "" && postmaster == nil {
+		// A path the server names is only its own here when its
+		// processes are (not through a tunnel or a container's port).
+		note("disk metrics off: the server's processes are not visible here, so %s here may be another server's", dataDir)
+	} else if dataDir == "" {
 		note("disk metrics off: the data directory is unknown (it needs superuser or pg_read_all_settings on --dsn targets)")
 	} else if dev, _, err := system.DeviceForPath(dataDir); err != nil {
 		note("disk metrics off: %v", err)

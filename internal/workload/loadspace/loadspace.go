@@ -194,6 +194,12 @@ func (l *Load) locate(ctx context.Context, conn *pgx.Conn) {
 		l.space = driver.SpaceAt(srv.DataDir())
 		return
 	}
+	if l.Target.Remote() {
+		// Its data_directory names a path of that machine; the same path
+		// here is another disk.
+		l.why = "the server is on another machine"
+		return
+	}
 	if conn == nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
