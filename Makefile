@@ -44,6 +44,12 @@ bench-load-tpcb: deps build
 bench-ab: deps build
 	scripts/bench-ab.sh
 
+# Benchmark (not a test): open-loop precision, tunebench --rate next to
+# pgbench -R at 25% and 50% of capacity (docs/benchmarks.md).
+.PHONY: bench-openloop
+bench-openloop: deps build
+	scripts/bench-openloop.sh
+
 # Benchmark (not a test): TPC-C-like load speed and NOPM per mode and
 # virtual users on a managed server (docs/benchmarks.md).
 bench-tpcc: deps build

@@ -33,9 +33,11 @@ const abandonGrace = time.Second
 
 // Open-loop scheduler timing: intended starts are handed to the queue up to
 // lookahead before they are due (the worker then waits until the exact
-// time), and the scheduler wakes at most once per minWake.
+// time, fineSleep), and the scheduler wakes at most once per minWake. The
+// lookahead covers the scheduler's own late wake-ups (the runtime's timers
+// are as coarse as a millisecond) and the hand-off to a parked worker.
 const (
-	lookahead = time.Millisecond
+	lookahead = 3 * time.Millisecond
 	minWake   = 500 * time.Microsecond
 	queueCap  = 4096
 )

@@ -125,7 +125,12 @@ func (r *runner) openLoop(ws *workerState) {
 		}
 		now := r.since()
 		if now < tk {
-			if !ws.sleep(tk-now, r.halt) {
+			// tk is at most the lookahead away: a precise wait of the
+			// thread (fineSleep), then a halt that came meanwhile.
+			fineSleep(tk - now)
+			// Under a fake clock (testing/synctest) the thread's sleep
+			// passes no time: the runtime's timer then does.
+			if now = r.since(); now < tk && !ws.sleep(tk-now, r.halt) || r.isHalted() {
 				if measured {
 					ws.unfinished++
 				}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package run
+
+import "time"
+
+// fineSleep waits d (the runtime's timers elsewhere).
+func fineSleep(d time.Duration) { time.Sleep(d) }
