@@ -66,8 +66,13 @@ func OutcomeLines(s *Summary) []Block {
 		add("outage: %.1f s .. %.1f s (%d connection errors)", o.StartS, o.EndS, o.Errors)
 	}
 	if ol := m.OpenLoop; ol != nil {
-		add("open loop: target %.1f tps, achieved %.1f tps; schedule lag p50 %.3f p99 %.3f max %.3f ms (the driver's dispatch delay p50 %.3f p99 %.3f ms); service p99 %.3f ms; skipped %d, late %d",
-			ol.TargetTPS, ol.AchievedTPS, ol.ScheduleLagMs.P50, ol.ScheduleLagMs.P99, ol.ScheduleLagMs.Max, ol.DispatchDelayMs.P50, ol.DispatchDelayMs.P99,
+		// Runs stored before the dispatch delay was measured have none.
+		dispatch := ""
+		if d := ol.DispatchDelayMs; d.Max > 0 {
+			dispatch = fmt.Sprintf(" (the driver's dispatch delay p50 %.3f p99 %.3f ms)", d.P50, d.P99)
+		}
+		add("open loop: target %.1f tps, achieved %.1f tps; schedule lag p50 %.3f p99 %.3f max %.3f ms%s; service p99 %.3f ms; skipped %d, late %d",
+			ol.TargetTPS, ol.AchievedTPS, ol.ScheduleLagMs.P50, ol.ScheduleLagMs.P99, ol.ScheduleLagMs.Max, dispatch,
 			ol.ServiceMs.P99, ol.Skipped, ol.Late)
 	}
 	add("driver: %.2f CPU s (%.1f ms per 1,000 transactions), %d GC pauses", m.Driver.CPUSeconds, m.Driver.CPUMsPer1000Tx, m.Driver.GCPauses)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -392,7 +393,7 @@ func TestSweepAndClaims(t *testing.T) {
 	// before it unmounts.
 	server := exec.Command("sleep", "60")
 	server.Dir = m.Dir
-	holder := exec.Command("sh", "-c", "exec 3>"+filepath.Join(m.Dir, "held")+"; sleep 60")
+	holder := exec.Command("sh", "-c", "exec 3>"+filepath.Join(m.Dir, "held")+"; exec sleep 60")
 	for _, c := range []*exec.Cmd{server, holder} {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
@@ -400,11 +401,12 @@ func TestSweepAndClaims(t *testing.T) {
 		go c.Wait()
 		t.Cleanup(func() { c.Process.Kill() })
 	}
-	for range 100 {
-		if _, err := os.Stat(filepath.Join(m.Dir, "held")); err == nil {
+	// Both must be at work there before the sweep (a loaded machine starts
+	// them slowly).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if u := proc.Under(m.Dir); slices.Contains(u, server.Process.Pid) && slices.Contains(u, holder.Process.Pid) {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	var said []string
 	o.Log = func(format string, a ...any) { said = append(said, fmt.Sprintf(format, a...)) }
