@@ -90,6 +90,7 @@ func startOn(t *testing.T, dir string, extra ...server.Setting) *server.Server {
 // is incomplete and how to go on; after that, a smaller load with --drop
 // fits (the drop's CHECKPOINT frees the space and the WAL).
 func TestDiskFullLoad(t *testing.T) {
+	t.Parallel()
 	mnt := smallFS(t, 100)
 	srv := startOn(t, filepath.Join(mnt, "srv"))
 	h := newHarness(t)
@@ -131,6 +132,7 @@ func TestDiskFullLoad(t *testing.T) {
 // write that fails stops the server instead: PANIC, then crash recovery,
 // whose timing would make the test flaky).
 func TestDiskFullLoadResume(t *testing.T) {
+	t.Parallel()
 	mnt := smallFS(t, 100)
 	srv := startOn(t, filepath.Join(mnt, "srv"), server.Setting{Name: "wal_level", Value: "minimal"}, server.Setting{Name: "max_wal_senders", Value: "0"})
 	h := newHarness(t)

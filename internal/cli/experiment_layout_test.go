@@ -132,7 +132,7 @@ order: sequential
 	// down; --resume makes it again and finishes.
 	ipath := strings.Replace(path, "exp.yaml", "exp-int.yaml", 1)
 	src, _ := os.ReadFile(path)
-	src = []byte(strings.Replace(strings.Replace(string(src), "name: layouts", "name: layouts-int", 1), "duration: 1s", "duration: 4s", 1))
+	src = []byte(strings.Replace(strings.Replace(string(src), "name: layouts", "name: layouts-int", 1), "duration: 1s", "duration: 3s", 1))
 	if err := os.WriteFile(ipath, src, 0o600); err != nil {
 		t.Fatal(err)
 	}
