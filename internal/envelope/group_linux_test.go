@@ -273,10 +273,21 @@ func TestCPUQuota(t *testing.T) {
 	share := float64(u1.CPU.Time-u0.CPU.Time) / float64(wall)
 	t.Logf("a busy loop under cpus 0.5 got %.3f of one CPU over %v (throttled in %d of %d periods)",
 		share, wall.Round(time.Millisecond), u1.CPU.ThrottledPeriod, u1.CPU.Periods)
-	if math.Abs(share-0.5) > 0.15*0.5 {
-		t.Errorf("%.3f of one CPU, want 0.5 ± 15%%", share)
+	// The limit: never above the quota.
+	if share > 0.5*1.15 {
+		t.Errorf("%.3f of one CPU, want at most 0.5 + 15%%", share)
 	}
-	if u1.CPU.ThrottledPeriod == 0 {
+	// Up to it, when the quota was what held the loop back (throttled in
+	// most periods); on a machine busy with other work the loop gets less
+	// than its quota for lack of CPU, not because of the limit.
+	busy := u1.CPU.Periods > 0 && u1.CPU.ThrottledPeriod*2 < u1.CPU.Periods
+	switch {
+	case !busy && share < 0.5*0.85:
+		t.Errorf("%.3f of one CPU, want 0.5 ± 15%%", share)
+	case busy:
+		t.Logf("the machine is busy (throttled in %d of %d periods): the lower bound is not checked", u1.CPU.ThrottledPeriod, u1.CPU.Periods)
+	}
+	if u1.CPU.ThrottledPeriod == 0 && share > 0.45 {
 		t.Error("no throttled periods")
 	}
 }
