@@ -398,8 +398,11 @@ func TestSweepAndClaims(t *testing.T) {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		go c.Wait()
-		t.Cleanup(func() { c.Process.Kill() })
+		done := make(chan struct{})
+		go func() { c.Wait(); close(done) }()
+		// Before the layout's teardown (cleanups run last first): ended
+		// and reaped, so a failed sweep still leaves nothing mounted.
+		t.Cleanup(func() { c.Process.Kill(); <-done })
 	}
 	// Both must be at work there before the sweep (a loaded machine starts
 	// them slowly).
