@@ -8,8 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// devNumber is the major:minor of the block device node at path.
-func devNumber(path string) (string, bool) {
+// DevNumber is the major:minor of the block device node at path (false
+// for anything else, and off Linux).
+func DevNumber(path string) (string, bool) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
 		return "", false

@@ -2,6 +2,6 @@
 
 package envinfo
 
-func devNumber(string) (string, bool) { return "", false }
+func DevNumber(string) (string, bool) { return "", false }
 
 func statDevice(string) (string, bool) { return "", false }

@@ -21,7 +21,7 @@ type storageSource struct {
 }
 
 func systemStorage() storageSource {
-	return storageSource{sysRoot: "/sys", devDir: "/dev", devNumber: devNumber, fileDevice: fileBlockDevice, run: runTool}
+	return storageSource{sysRoot: "/sys", devDir: "/dev", devNumber: DevNumber, fileDevice: fileBlockDevice, run: runTool}
 }
 
 // StorageInfo completes f with what lies beneath the filesystem: its block
@@ -84,7 +84,7 @@ func fileBlockDevice(path string) (string, bool) {
 		return mm, true
 	}
 	if fs, err := FSInfo(path); err == nil && strings.HasPrefix(fs.Source, "/dev/") {
-		return devNumber(fs.Source)
+		return DevNumber(fs.Source)
 	}
 	return "", false
 }

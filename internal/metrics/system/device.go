@@ -113,7 +113,7 @@ func DeviceForPath(path string) (Device, *envinfo.FS, error) {
 		return d, fsys, nil
 	}
 	if strings.HasPrefix(fsys.Source, "/dev/") {
-		if mm, ok := deviceNumber(fsys.Source); ok {
+		if mm, ok := envinfo.DevNumber(fsys.Source); ok {
 			if d2, err2 := FindDevice("/sys", mm); err2 == nil {
 				return d2, fsys, nil
 			}
