@@ -33,7 +33,10 @@ var majMinRe = regexp.MustCompile(`^(\d+):(\d+)$`)
 // major:minor, a block device node, or any path (its filesystem's device).
 // A partition resolves to its disk: the kernel accepts throttling limits
 // for whole disks only (a partition's major:minor is refused with ENODEV).
-func resolveDevice(sysfs, given string, stat func(string) (isBlock bool, rdev, dev uint64, err error)) (Device, error) {
+//
+// stat gives the major:minor of a path's device: the device node's own for
+// a block device, else that of the filesystem holding the path.
+func resolveDevice(sysfs, given string, stat func(string) (major, minor uint64, err error)) (Device, error) {
 	d := Device{Given: given}
 	fix := "name a block device (/dev/sdb), its major:minor (8:16) or a path on the filesystem to limit"
 	var major, minor uint64
@@ -41,15 +44,10 @@ func resolveDevice(sysfs, given string, stat func(string) (isBlock bool, rdev, d
 		major, _ = strconv.ParseUint(m[1], 10, 32)
 		minor, _ = strconv.ParseUint(m[2], 10, 32)
 	} else {
-		isBlock, rdev, dev, err := stat(given)
-		if err != nil {
+		var err error
+		if major, minor, err = stat(given); err != nil {
 			return d, errs.Wrap(errs.KindUsage, err, fix, "envelope io device %q", given)
 		}
-		n := dev
-		if isBlock {
-			n = rdev
-		}
-		major, minor = devMajor(n), devMinor(n)
 		if major == 0 {
 			return d, errs.New(errs.KindUsage, "give the block device itself, e.g. /dev/sdb",
 				"envelope io device %q: its filesystem has no block device of its own (tmpfs, overlay, btrfs and NFS have none)", given)
@@ -71,7 +69,3 @@ func resolveDevice(sysfs, given string, stat func(string) (isBlock bool, rdev, d
 	}
 	return d, nil
 }
-
-// devMajor and devMinor split a Linux dev_t (glibc's encoding).
-func devMajor(n uint64) uint64 { return (n>>8)&0xfff | (n>>32)&^0xfff }
-func devMinor(n uint64) uint64 { return n&0xff | (n>>12)&^0xff }

@@ -344,17 +344,16 @@ func fakeSysfs(t *testing.T) string {
 
 func TestResolveDevice(t *testing.T) {
 	sysfs := fakeSysfs(t)
-	mkdev := func(major, minor uint64) uint64 { return major<<8 | minor }
-	stat := func(p string) (bool, uint64, uint64, error) {
+	stat := func(p string) (uint64, uint64, error) {
 		switch p {
 		case "/dev/vdb1":
-			return true, mkdev(253, 17), 5, nil
+			return 253, 17, nil
 		case "/srv/data":
-			return false, 0, mkdev(7, 3), nil
+			return 7, 3, nil
 		case "/dev/shm/x":
-			return false, 0, mkdev(0, 44), nil
+			return 0, 44, nil
 		}
-		return false, 0, 0, os.ErrNotExist
+		return 0, 0, os.ErrNotExist
 	}
 	for given, want := range map[string]Device{
 		"/dev/vdb1": {Given: "/dev/vdb1", Dev: "253:16", Disk: "vdb", Partition: "vdb1"},
@@ -374,14 +373,6 @@ func TestResolveDevice(t *testing.T) {
 		if _, err := resolveDevice(sysfs, given, stat); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("resolve %s: %v, want %q", given, err, msg)
 		}
-	}
-}
-
-func TestDevNumbers(t *testing.T) {
-	// makedev(259, 65536) in glibc's encoding.
-	n := uint64(65536&0xff) | uint64(259&0xfff)<<8 | uint64(65536&^0xff)<<12
-	if devMajor(n) != 259 || devMinor(n) != 65536 {
-		t.Errorf("%d:%d", devMajor(n), devMinor(n))
 	}
 }
 

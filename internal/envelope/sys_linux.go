@@ -13,14 +13,18 @@ import (
 // writable says whether this process may create directories in dir.
 func writable(dir string) bool { return unix.Access(dir, unix.W_OK) == nil }
 
-// statDevice stats path: whether it is a block device, its rdev, and the
-// device of the filesystem it is on.
-func statDevice(path string) (isBlock bool, rdev, dev uint64, err error) {
+// statDevice is the major:minor of a block device node, or of the
+// filesystem holding any other path (unix.Major/Minor split the dev_t).
+func statDevice(path string) (major, minor uint64, err error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
-		return false, 0, 0, err
+		return 0, 0, err
 	}
-	return st.Mode&unix.S_IFMT == unix.S_IFBLK, st.Rdev, st.Dev, nil
+	n := st.Dev
+	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+		n = st.Rdev
+	}
+	return uint64(unix.Major(n)), uint64(unix.Minor(n)), nil
 }
 
 // allowedCPUs lists the cores this process may run on.

@@ -12,7 +12,7 @@ var errNotLinux = errors.New("envelopes need Linux cgroups")
 
 func writable(string) bool { return false }
 
-func statDevice(string) (bool, uint64, uint64, error) { return false, 0, 0, errNotLinux }
+func statDevice(string) (uint64, uint64, error) { return 0, 0, errNotLinux }
 
 func allowedCPUs() ([]int, error) {
 	out := make([]int, runtime.NumCPU())
