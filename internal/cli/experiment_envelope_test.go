@@ -24,21 +24,8 @@ func TestExperimentEnvelope(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("cgroups need root")
 	}
-	e, err := envelope.Parse(envelope.Spec{Name: "probe", Memory: "128MiB"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := envelope.Probe(e)
-	if err != nil {
-		t.Skipf("no writable cgroup hierarchy here: %v", err)
-	}
+	version, work := envelopeWork(t, "128MiB", "tunebench-envelope-test-")
 	h := newHarness(t)
-	work, remove, err := testutil.TempDir("tunebench-envelope-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(remove)
-	t.Cleanup(func() { envelope.Sweep() }) // what a failed run left
 	results := tempPath(t, "results.db")
 	path := writeExperiment(t, fmt.Sprintf(`name: envelopes
 target:
@@ -142,27 +129,35 @@ matrix:
 	}
 }
 
+// envelopeWork skips unless an envelope with a memory limit can be made
+// here, and returns the cgroup version and a work directory the server's
+// user can enter; cleanup removes it and sweeps what a failed run left.
+func envelopeWork(t *testing.T, memory, prefix string) (version, work string) {
+	t.Helper()
+	e, err := envelope.Parse(envelope.Spec{Name: "probe", Memory: memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version, err = envelope.Probe(e); err != nil {
+		t.Skipf("no writable cgroup hierarchy here: %v", err)
+	}
+	work, remove, err := testutil.TempDir(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+	t.Cleanup(func() { envelope.Sweep() })
+	return version, work
+}
+
 // TestExperimentEnvelopeFsblog: a workload that runs in tunebench itself
 // (fsblog) is enveloped by tunebench joining the group for the run, and
 // leaving it after. Not parallel: while tunebench (this test process) is
 // in the group, its other tests' memory would count too.
 func TestExperimentEnvelopeFsblog(t *testing.T) {
 	needLoopDevices(t, "mkfs.ext4", "mkfs.xfs")
-	e, err := envelope.Parse(envelope.Spec{Name: "probe", Memory: "512MiB"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := envelope.Probe(e)
-	if err != nil {
-		t.Skipf("no writable cgroup hierarchy here: %v", err)
-	}
+	version, work := envelopeWork(t, "512MiB", "tunebench-envelope-fsblog-")
 	h := newHarness(t)
-	work, remove, err := testutil.TempDir("tunebench-envelope-fsblog-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(remove)
-	t.Cleanup(func() { envelope.Sweep() })
 	results := tempPath(t, "results.db")
 	path := writeExperiment(t, fmt.Sprintf(`name: fsblog-envelope
 target:

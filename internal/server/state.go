@@ -140,14 +140,14 @@ func readPgpass(path string) (string, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := splitPgpass(sc.Text())
-		if len(fields) == 5 && (fields[0] == "127.0.0.1" || fields[0] == "*") && fields[3] == "postgres" {
+		if len(fields) == 5 && fields[0] == "127.0.0.1" && fields[3] == "postgres" {
 			return fields[4], nil
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return "", err
 	}
-	return "", fmt.Errorf("no entry for user postgres in %s", path)
+	return "", fmt.Errorf("no entry for 127.0.0.1 user postgres in %s", path)
 }
 
 func splitPgpass(line string) []string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -131,29 +132,14 @@ func (ns *NetNS) Wrap(cmd *exec.Cmd) error {
 func (ns *NetNS) Exec(srv *server.Server, argv ...string) string {
 	q := make([]string, 0, len(argv)+8)
 	q = append(q, "ip", "netns", "exec", ns.Name, "setpriv")
-	if u, err := lookupUser(srv.RunAs()); err == nil {
-		q = append(q, "--reuid="+strconv.Itoa(u[0]), "--regid="+strconv.Itoa(u[1]), "--clear-groups")
+	if u, err := user.Lookup(srv.RunAs()); err == nil {
+		q = append(q, "--reuid="+u.Uid, "--regid="+u.Gid, "--clear-groups")
 	}
 	q = append(q, "--")
 	for _, a := range argv {
 		q = append(q, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
 	}
 	return strings.Join(q, " ")
-}
-
-// lookupUser returns uid and gid of a user name.
-func lookupUser(name string) ([2]int, error) {
-	out, err := exec.Command("id", "-u", name).Output()
-	if err != nil {
-		return [2]int{}, err
-	}
-	uid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
-	out, err = exec.Command("id", "-g", name).Output()
-	if err != nil {
-		return [2]int{}, err
-	}
-	gid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
-	return [2]int{uid, gid}, nil
 }
 
 // StartServerIn starts a managed server for one test inside the namespace,
