@@ -331,6 +331,19 @@ func TestPgpass(t *testing.T) {
 			t.Errorf("round trip %q: got %q, %v", pw, got, err)
 		}
 	}
+	// A listen address given to an older directory: its line is added,
+	// next to 127.0.0.1's (IPv6 colons escaped).
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, pgpassFile), []byte(pgpassLine("s3cret")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{dir: dir, st: state{Listen: "fd00::5"}}
+	if err := s.loadPassword(""); err != nil || s.password != "s3cret" {
+		t.Fatalf("loadPassword: %v (%q)", err, s.password)
+	}
+	if b, _ := os.ReadFile(s.PassFile()); string(b) != "127.0.0.1:*:*:postgres:s3cret\nfd00\\:\\:5:*:*:postgres:s3cret\n" || !pgpassHas(s.PassFile(), "fd00::5") {
+		t.Errorf("pgpass after --listen:\n%s", b)
+	}
 	pw, err := randomPassword()
 	if err != nil || len(pw) != 24 || strings.ContainsAny(pw, "+/=:\\") {
 		t.Errorf("randomPassword() = len %d, %v", len(pw), err)
