@@ -90,8 +90,7 @@ type Options struct {
 	Version string
 	// Now is the snapshot time; zero means the current time.
 	Now time.Time
-	// Remote: the server is on another machine (its data directory is
-	// then not this machine's, and nothing of it is read).
+	// Remote: the server is on another machine (Server.Remote).
 	Remote bool
 }
 
@@ -121,13 +120,7 @@ func Take(ctx context.Context, o Options) *Snapshot {
 			s.Server = srv
 		}
 	}
-	// Without an explicit directory, describe the filesystem under the
-	// server's own data directory (when the server told us where it is).
-	dataDir := o.DataDir
-	if dataDir == "" && s.Postgres != nil && !o.Remote {
-		dataDir = s.Postgres.DataDirectory
-	}
-	if dataDir != "" {
+	if dataDir := o.DataDir; dataDir != "" {
 		fs, err := FSInfo(dataDir)
 		if err != nil {
 			s.Warnings = append(s.Warnings, redact.Patterns("data directory filesystem: "+err.Error()))

@@ -114,8 +114,9 @@ func (t *Target) ScratchDir(name string) (string, bool) {
 	return filepath.Join(t.srv.Dir(), name), true
 }
 
-// Env snapshots the host, the filesystem of the data directory and the
-// server (version and non-default settings).
+// Env snapshots the host, the filesystem of the data directory when it is
+// on this machine (LocalDataDir) and the server (version, non-default
+// settings, address and round trip).
 func (t *Target) Env(ctx context.Context, version string) *envinfo.Snapshot {
 	o := envinfo.Options{Version: version}
 	conn, err := t.conn.ConnectStd(ctx)
@@ -123,8 +124,8 @@ func (t *Target) Env(ctx context.Context, version string) *envinfo.Snapshot {
 		defer conn.Close(context.WithoutCancel(ctx))
 		o.Conn = conn
 	}
-	if t.srv != nil {
-		o.DataDir = t.srv.DataDir()
+	if t.srv != nil || err == nil {
+		o.DataDir, _ = t.LocalDataDir(ctx, conn)
 	}
 	o.Remote = t.Remote()
 	s := envinfo.Take(ctx, o)

@@ -51,8 +51,8 @@ func (t *Target) Samplers(ctx context.Context, note func(format string, a ...any
 // locateServer finds the data directory and a function returning the
 // postmaster's pid. Managed server: its data directory, and postmaster.pid
 // read on every sample (a restarted server is followed). Other targets: the
-// parent of a backend of our own, and data_directory if readable, else the
-// postmaster's working directory (PostgreSQL runs in its data directory).
+// parent of a backend of our own, and LocalDataDir, else the postmaster's
+// working directory (PostgreSQL runs in its data directory).
 func (t *Target) locateServer(ctx context.Context) (string, func() (int, error)) {
 	if t.srv != nil {
 		dir := t.srv.DataDir()
@@ -69,10 +69,7 @@ func (t *Target) locateServer(ctx context.Context) (string, func() (int, error))
 	if err := conn.QueryRow(cctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
 		return "", nil
 	}
-	var dataDir string
-	if err := conn.QueryRow(cctx, "SELECT current_setting('data_directory')").Scan(&dataDir); err != nil {
-		dataDir = ""
-	}
+	dataDir, _ := t.LocalDataDir(cctx, conn)
 	pm, err := system.ParentPID(procRoot, backend)
 	if err != nil || pm <= 1 || !isPostgresProcess(pm) {
 		return dataDir, nil

@@ -14,10 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -181,52 +177,17 @@ func RelationBytes(ctx context.Context, conn *pgx.Conn, tables []string) int64 {
 	return 0
 }
 
-// locate finds the data directory: a managed server's, or the
-// data_directory of a server on this host (it needs superuser or
-// pg_read_all_settings, and the directory visible here). conn may be nil:
-// it connects itself then.
+// locate finds the data directory on this machine (the target's
+// LocalDataDir); conn may be nil.
 func (l *Load) locate(ctx context.Context, conn *pgx.Conn) {
 	if l.found {
 		return
 	}
 	l.found = true
-	if srv := l.Target.Server(); srv != nil {
-		l.space = driver.SpaceAt(srv.DataDir())
+	dir, why := l.Target.LocalDataDir(ctx, conn)
+	if dir == "" {
+		l.why = why
 		return
-	}
-	if l.Target.Remote() {
-		// Its data_directory names a path of that machine; the same path
-		// here is another disk.
-		l.why = "the server is on another machine"
-		return
-	}
-	if conn == nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		c, err := l.Target.ConnectStd(cctx)
-		if err != nil {
-			l.why = "the server cannot be reached to ask"
-			return
-		}
-		defer c.Close(context.WithoutCancel(ctx))
-		conn, ctx = c, cctx
-	}
-	var dir, port string
-	if err := conn.QueryRow(ctx, "select current_setting('data_directory'), current_setting('port')").Scan(&dir, &port); err != nil {
-		l.why = "reading data_directory needs superuser or pg_read_all_settings"
-		return
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		l.why = "its data directory " + dir + " is not visible here"
-		return
-	}
-	// The same path may exist here for another server (a container's):
-	// postmaster.pid, when readable, names the port.
-	if b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid")); err == nil {
-		if lines := strings.Split(string(b), "\n"); len(lines) > 3 && strings.TrimSpace(lines[3]) != port {
-			l.why = "the data directory " + dir + " here belongs to another server"
-			return
-		}
 	}
 	l.space = driver.SpaceAt(dir)
 }
