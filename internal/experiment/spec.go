@@ -667,16 +667,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 				s.addDim(d, p)
 			}
 		case g.key == StorageKey:
-			items, ok := list(g.value, "matrix.storage", p)
-			if !ok {
-				continue
-			}
-			d := Dimension{Kind: DimStorage, Name: StorageKey, Line: g.keyN.Line}
-			for _, it := range items {
-				v, ok := scalar(it, "matrix.storage", p)
-				if !ok {
-					continue
-				}
+			s.parseListDim(g, DimStorage, p, func(it *yaml.Node, v string) (string, bool) {
 				if _, known := s.Layouts[v]; !known {
 					names := make([]string, 0, len(s.Layouts))
 					for n := range s.Layouts {
@@ -688,56 +679,27 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 					} else {
 						p.add(it, "storage layout %q is not among the file's layouts: %s", v, strings.Join(names, ", "))
 					}
-					continue
+					return "", false
 				}
 				if l := s.Layouts[v]; (l.Keep || (l.WAL != nil && l.WAL.Keep)) && (s.Target.Managed == nil || s.Target.Managed.Dir == "") {
 					p.add(it, "storage layout %q keeps its loop file, but without target.managed.dir the loop files go in a temporary directory removed at the end: set target.managed.dir", v)
 				}
-				d.Values = appendUnique(d.Values, v, it, "matrix.storage", p)
-			}
-			if s.Target.Managed == nil {
-				p.add(g.keyN, "matrix.storage needs a managed target, a server on this machine: tunebench makes each layout and starts the server on it (a server given by target.dsn, perhaps on another machine, cannot be moved)")
-			}
-			s.addDim(d, p)
+				return v, true
+			}, "matrix.storage needs a managed target, a server on this machine: tunebench makes each layout and starts the server on it (a server given by target.dsn, perhaps on another machine, cannot be moved)")
 		case g.key == "envelope":
-			items, ok := list(g.value, "matrix.envelope", p)
-			if !ok {
-				continue
-			}
-			d := Dimension{Kind: DimEnvelope, Name: "envelope", Line: g.keyN.Line}
-			for _, it := range items {
-				v, ok := scalar(it, "matrix.envelope", p)
-				if !ok {
-					continue
-				}
+			s.parseListDim(g, DimEnvelope, p, func(it *yaml.Node, v string) (string, bool) {
 				if _, known := s.Envelopes[v]; !known {
 					p.add(it, "envelope %q is not among the file's envelopes; declare it under envelopes: {%s: {memory: 2GiB, cpus: 2}} (docs/envelopes.md)", v, v)
-					continue
+					return "", false
 				}
-				d.Values = appendUnique(d.Values, v, it, "matrix.envelope", p)
-			}
-			if s.Target.Managed == nil {
-				p.add(g.keyN, "matrix.envelope needs a managed target, a server on this machine: tunebench starts the server inside each envelope")
-			}
-			s.addDim(d, p)
+				return v, true
+			}, "matrix.envelope needs a managed target, a server on this machine: tunebench starts the server inside each envelope")
 		case g.key == "data_dir":
-			items, ok := list(g.value, "matrix.data_dir", p)
-			if !ok {
-				continue
-			}
-			d := Dimension{Kind: DimDataDir, Name: "data_dir", Line: g.keyN.Line}
-			for _, it := range items {
-				v, ok := scalar(it, "matrix.data_dir", p)
-				if ok {
-					d.Values = appendUnique(d.Values, filepath.Clean(v), it, "matrix.data_dir", p)
-				}
-			}
-			if s.Target.Managed == nil {
-				p.add(g.keyN, "matrix.data_dir needs a managed target (tunebench starts one server per directory); target.dsn names one server")
-			} else if s.Target.Managed.Dir != "" {
+			if s.Target.Managed != nil && s.Target.Managed.Dir != "" {
 				p.add(g.keyN, "matrix.data_dir and target.managed.dir both given; the data_dir values are the server directories, so remove target.managed.dir")
 			}
-			s.addDim(d, p)
+			s.parseListDim(g, DimDataDir, p, func(_ *yaml.Node, v string) (string, bool) { return filepath.Clean(v), true },
+				"matrix.data_dir needs a managed target (tunebench starts one server per directory); target.dsn names one server")
 		case s.Workload == nil:
 			// Unknown workload: its options cannot be checked.
 		default:
@@ -769,6 +731,30 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 			s.addDim(d, p)
 		}
 	}
+}
+
+// parseListDim parses matrix.KEY, a list of names, into one dimension of
+// kind: keep checks each value (reporting its own problems) and returns
+// the value to keep; needsManaged is the problem when the target is not
+// a managed server.
+func (s *Spec) parseListDim(g field, kind DimKind, p *problems, keep func(it *yaml.Node, v string) (string, bool), needsManaged string) {
+	where := "matrix." + g.key
+	items, ok := list(g.value, where, p)
+	if !ok {
+		return
+	}
+	d := Dimension{Kind: kind, Name: g.key, Line: g.keyN.Line}
+	for _, it := range items {
+		if v, ok := scalar(it, where, p); ok {
+			if v, ok = keep(it, v); ok {
+				d.Values = appendUnique(d.Values, v, it, where, p)
+			}
+		}
+	}
+	if s.Target.Managed == nil {
+		p.add(g.keyN, "%s", needsManaged)
+	}
+	s.addDim(d, p)
 }
 
 func (s *Spec) addDim(d Dimension, p *problems) {
