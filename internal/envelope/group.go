@@ -608,9 +608,6 @@ func ownerOf(name string) int {
 	return n
 }
 
-// alive says whether a process with the pid exists.
-func alive(pid int) bool { return proc.Exists(pid) }
-
 // StopWait is how long Sweep waits for the processes it asked to end in a
 // leftover group (a PostgreSQL server's shutdown checkpoint).
 var StopWait = 60 * time.Second
@@ -625,7 +622,7 @@ func Sweep() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sweep(sys, alive)
+	return sweep(sys, proc.Exists)
 }
 
 func sweep(sys *system, alive func(int) bool) ([]string, error) {

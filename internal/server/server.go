@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/proc"
 	"github.com/tunebench/tunebench/internal/redact"
 )
 
@@ -451,7 +452,7 @@ func (s *Server) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return st, errs.Wrap(errs.KindEnvironment, err, "", "reading postmaster.pid")
 	}
-	if ok && processAlive(pf.PID) && isPostgres(pf.PID) {
+	if ok && proc.Exists(pf.PID) && isPostgres(pf.PID) {
 		st.Running, st.PID = true, pf.PID
 		if pf.Port > 0 {
 			st.Port = pf.Port
@@ -853,7 +854,7 @@ func (s *Server) lockFresh(ctx context.Context) (func(), error) {
 // running reports whether a live postmaster owns the data dir.
 func (s *Server) running() bool {
 	pf, ok, err := readPidFile(s.DataDir())
-	return err == nil && ok && processAlive(pf.PID) && isPostgres(pf.PID)
+	return err == nil && ok && proc.Exists(pf.PID) && isPostgres(pf.PID)
 }
 
 // handlePidFile refuses to start a running server and removes a stale postmaster.pid.
@@ -867,7 +868,7 @@ func (s *Server) handlePidFile() error {
 		return nil
 	}
 	pidPath := filepath.Join(dataDir, "postmaster.pid")
-	if processAlive(pf.PID) {
+	if proc.Exists(pf.PID) {
 		if isPostgres(pf.PID) {
 			port := pf.Port
 			if port == 0 {

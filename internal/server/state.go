@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
@@ -198,15 +197,6 @@ func readPidFile(dataDir string) (pidFile, bool, error) {
 		pf.Status = strings.TrimSpace(lines[7])
 	}
 	return pf, true, nil
-}
-
-// processAlive reports whether pid exists (EPERM means it exists but is not ours).
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // processName returns /proc/PID/comm, or "" when unknown.

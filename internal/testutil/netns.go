@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tunebench/tunebench/internal/proc"
 	"github.com/tunebench/tunebench/internal/server"
 )
 
@@ -101,7 +102,7 @@ func sweepNetNS() {
 	for _, line := range strings.Split(string(out), "\n") {
 		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
 		var pid, n int
-		if _, err := fmt.Sscanf(name, "tbtest-%d-%d", &pid, &n); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH {
+		if _, err := fmt.Sscanf(name, "tbtest-%d-%d", &pid, &n); err == nil && pid != os.Getpid() && !proc.Exists(pid) {
 			exec.Command("ip", "netns", "del", name).Run()
 		}
 	}
