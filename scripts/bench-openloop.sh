@@ -13,12 +13,13 @@
 #
 #   select-only   pgbench -n -S -M prepared -R R -c C -j J -l  vs  tunebench run tpcb -b select-only -R R -c C
 #   tpcb-like     pgbench -n -M prepared -R R -c C -j J -l     vs  tunebench run tpcb -b tpcb-like -R R -c C
-# (tunebench's open loop gives each client a thread of its own.)
+# (tunebench's default threads: one per core, at most one per client, as J.)
 #
 # Settings (environment): SCALE (10) CLIENTS (4) DURATION seconds (30) RUNS
 # (3) JOBS (number of cores, at most CLIENTS) LOADS (25,50: percent of
-# capacity) CASES (select-only,tpcb-like). The server and its data are
-# removed on exit, whatever happens.
+# capacity) CASES (select-only,tpcb-like) TBTHREADS (tunebench's -j; 0: its
+# default) TBARGS (more tunebench options, e.g. --no-samplers). The server
+# and its data are removed on exit, whatever happens.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -29,6 +30,8 @@ RUNS=${RUNS:-3}
 NPROC=$(nproc)
 JOBS=${JOBS:-$((NPROC < CLIENTS ? NPROC : CLIENTS))}
 LOADS=${LOADS:-25,50}
+TBTHREADS=${TBTHREADS:-0}
+TBARGS=${TBARGS:-}
 CASES=${CASES:-select-only,tpcb-like}
 
 BENCH_NAME=bench-openloop
@@ -49,12 +52,14 @@ echo "server: $(psql -XAtc 'SELECT version()')"
 echo "pgbench: $(pgbench --version)"
 echo "tunebench: $("$TB" version 2>/dev/null | head -1)"
 
-TB="$TB" WORK="$work" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" LOADS="$LOADS" CASES="$CASES" \
+TB="$TB" WORK="$work" TBTHREADS="$TBTHREADS" TBARGS="$TBARGS" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" LOADS="$LOADS" CASES="$CASES" \
 python3 - <<'PY'
 import glob, json, os, re, resource, statistics, subprocess, sys
 
 tb, work = os.environ["TB"], os.environ["WORK"]
 clients, dur, jobs = os.environ["CLIENTS"], os.environ["DURATION"], os.environ["JOBS"]
+tbthreads = os.environ["TBTHREADS"]
+tbargs = os.environ["TBARGS"].split()
 runs = int(os.environ["RUNS"])
 loads = [int(x) for x in os.environ["LOADS"].split(",")]
 cases = os.environ["CASES"].split(",")
@@ -81,9 +86,11 @@ def pgbench_cmd(case, rate, seconds, log):
     return c
 
 def tunebench_cmd(case, rate):
-    # The open loop gives each client a thread of its own (no -j).
-    return [tb, "run", "tpcb", "--server-dir", srv, "-b", case, "-c", clients, "-R", str(rate),
-            "-T", dur + "s", "-P", "0", "--no-check", "--results", results, "--json", summary]
+    c = [tb, "run", "tpcb", "--server-dir", srv, "-b", case, "-c", clients, "-R", str(rate),
+         "-T", dur + "s", "-P", "0", "--no-check", "--results", results, "--json", summary]
+    if tbthreads != "0":
+        c += ["-j", tbthreads]
+    return c + tbargs
 
 def pct(xs, p):
     xs = sorted(xs)

@@ -45,8 +45,6 @@ func TestBadInput(t *testing.T) {
 			want: []string{"--threads"}},
 		{name: "unknown follow-server mode", args: run("--follow-server", "maybe"), code: 2,
 			want: []string{"--follow-server", "auto, on or off"}},
-		{name: "threads with a rate", args: run("--clients", "4", "--threads", "2", "--rate", "100"), code: 2,
-			want: []string{"--threads", "--rate"}},
 		{name: "unknown setting", args: run("--set", "shard_buffers=1GB"), code: 2,
 			want: []string{"shard_buffers", "shared_buffers"}},
 		{name: "bad setting value", args: run("--set", "work_mem=banana"), code: 2,

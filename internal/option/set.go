@@ -1,7 +1,6 @@
 package option
 
 import (
-	"strings"
 	"time"
 )
 
@@ -118,7 +117,7 @@ func ExecRules(s Set, v Values, given Given) error {
 		}
 		return ""
 	}
-	workers, threads, dur, count, rate, limit := name(RoleWorkers), name(RoleThreads), name(RoleDuration), name(RoleCount), name(RoleRate), name(RoleLatencyLimit)
+	dur, count, rate, limit := name(RoleDuration), name(RoleCount), name(RoleRate), name(RoleLatencyLimit)
 	ref := Ref
 	if dur != "" && count != "" && given != nil && given(dur) && given(count) && v.Int(count) > 0 {
 		return Errorf("give "+ref(dur)+" or "+ref(count)+", not both", ref(dur)+" and "+ref(count)+" both given")
@@ -131,13 +130,6 @@ func ExecRules(s Set, v Values, given Given) error {
 	}
 	if limit != "" && rate != "" && v.Duration(limit) > 0 && v.Float(rate) == 0 {
 		return Errorf(ref(limit)+" needs "+ref(rate)+" (open loop), as in pgbench", ref(limit)+" without "+ref(rate))
-	}
-	if threads != "" && workers != "" && rate != "" {
-		t, w := v.Int(threads), v.Int(workers)
-		if t > 0 && t < w && v.Float(rate) > 0 {
-			return Errorf("leave "+ref(threads)+" out with "+ref(rate)+": the open loop gives each client its own thread",
-				ref(threads)+" "+v[threads]+" with "+v[workers]+" "+strings.ReplaceAll(workers, "_", " ")+" applies to the closed loop only")
-		}
 	}
 	return nil
 }

@@ -34,14 +34,15 @@ type Config struct {
 	// Workers is the number of workers (>= 1). Closed loop: each its own
 	// worker/connection. Open loop: the pool size (max transactions in flight).
 	Workers int
-	// Threads, closed loop only: the number of goroutines (each on its own
-	// OS thread) that drive the workers, as pgbench -j. 0 (or Workers or
-	// more) gives every worker its own goroutine. Fewer than Workers needs
-	// workers that implement step.Multiplexed and poll(2) (Linux); the
-	// workers are then dealt to the threads in contiguous blocks, as pgbench
-	// does, and each thread sends on one connection while replies to the
-	// others are on their way. If a worker cannot be multiplexed, every
-	// worker gets its own goroutine (Result.Threads says what ran).
+	// Threads is the number of goroutines (each on its own OS thread) that
+	// drive the workers, as pgbench -j. 0 (or Workers or more) gives every
+	// worker its own goroutine. Fewer than Workers needs workers that
+	// implement step.Multiplexed and poll(2) (Linux); the workers are then
+	// dealt to the threads in contiguous blocks, as pgbench does, and each
+	// thread sends on one connection while replies to the others are on
+	// their way; in the open loop each thread serves its own share of the
+	// schedule (muxOpen). If a worker cannot be multiplexed, every worker
+	// gets its own goroutine (Result.Threads says what ran).
 	Threads int
 	// NewThread, if not nil, gives the scheduling discipline of a thread
 	// that drives multiplexed workers (driver/pg.Thread for direct
@@ -122,9 +123,6 @@ func (c Config) Validate() error {
 		return errs.Usage("use at least one worker (client)", "workers must be at least 1, got %d", c.Workers)
 	case c.Threads < 0:
 		return errs.Usage(hint, "threads must not be negative, got %d", c.Threads)
-	case c.Threads > 0 && c.Threads < c.Workers && c.Rate > 0:
-		return errs.Usage("leave the thread count out with --rate: the open loop gives each client its own thread",
-			"%d threads for %d clients is for the closed loop only", c.Threads, c.Workers)
 	case c.Duration < 0:
 		return errs.Usage(hint, "duration must not be negative, got %v", c.Duration)
 	case c.Transactions < 0:

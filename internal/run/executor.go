@@ -330,7 +330,14 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	if r.open {
-		go r.scheduler()
+		if r.mux == nil {
+			go r.scheduler()
+		} else {
+			// Each multiplexed thread draws its own share of the
+			// schedule (muxOpen).
+			close(r.q)
+			close(r.schedDone)
+		}
 	}
 	allDone := make(chan struct{})
 	go func() {
@@ -443,6 +450,11 @@ loop:
 				unfinished++
 			}
 		}
+	}
+	if r.open && r.mux != nil {
+		r.scheduled = r.mux.scheduled.Load()
+		r.schedUnfinished = r.mux.unfinished.Load()
+		r.maxDepth = r.mux.maxDepth.Load()
 	}
 	res := r.result(c, unfinished)
 	res.AmbiguousAll += abandonedAll

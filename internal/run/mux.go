@@ -25,6 +25,12 @@ type muxSlot struct {
 	backoff   time.Duration
 	gone      bool // exited (workerExit done)
 
+	// Open loop, offsets since the run start.
+	tk       time.Duration // intended start of the step in flight
+	startOff time.Duration // its actual start
+	freeAt   time.Duration // end of the slot's last step
+	nbOff    time.Duration // back-off: no step before
+
 	placed    step.Placed // with FollowServer
 	owner     int         // thread that owns the slot
 	seen      int         // thread whose CPU the server was on at the last look, -1
@@ -39,7 +45,7 @@ func (r *runner) multiplexable() bool {
 	if r.cfg.forceMux && t <= 0 {
 		t = 1
 	}
-	if r.open || t <= 0 || (t >= len(r.workers) && !r.cfg.forceMux) || !pollSupported {
+	if t <= 0 || (t >= len(r.workers) && !r.cfg.forceMux) || !pollSupported {
 		return false
 	}
 	ms := make([]step.Multiplexed, len(r.workers))
@@ -98,6 +104,9 @@ type muxShared struct {
 	live    atomic.Int32   // slots not gone
 	pinned  atomic.Int32   // threads pinned: connections move once all are
 	running atomic.Int32   // threads not finished
+
+	// Open loop: over every thread's schedule.
+	scheduled, unfinished, maxDepth atomic.Int64
 }
 
 // muxStart starts the multiplexed threads. With Config.FollowServer, and
@@ -113,7 +122,7 @@ func (r *runner) muxStart(groups [][]*workerState) {
 	for i := range loopCPU {
 		loopCPU[i] = -1
 	}
-	if cpus := allowedCPUs(); r.cfg.FollowServer && len(groups) >= 2 && len(cpus) == len(groups) && r.cfg.NewThread != nil {
+	if cpus := allowedCPUs(); r.cfg.FollowServer && !r.open && len(groups) >= 2 && len(cpus) == len(groups) && r.cfg.NewThread != nil {
 		sh.follow = true
 		for _, ws := range r.workers {
 			if _, ok := ws.w.(step.Placed); !ok {
@@ -200,6 +209,17 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 			}
 		}
 	}()
+	if r.open {
+		owned = r.muxOpen(sh, id, owned, th)
+	} else {
+		owned = r.muxClosed(sh, id, owned, th)
+	}
+}
+
+// muxClosed is the closed loop of multiplexed thread id (see muxLoop); it
+// returns the slots the thread owns at the end.
+func (r *runner) muxClosed(sh *muxShared, id int, owned []int, th step.Thread) []int {
+	slots := sh.slots
 	ms := r.base.Add(r.msOff)
 	me := r.base.Add(r.meOff)
 	poller := newPoller(len(slots))
@@ -287,17 +307,11 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 			break
 		}
 		// Wait for a reply on one of the connections with a step in flight.
-		poller.reset()
-		for _, i := range owned {
-			if slots[i].pending {
-				poller.add(i, slots[i].m.Fd())
-			}
-		}
 		timeout := muxPollMax
 		if sh.follow {
 			// Look at the inbox and the connections' servers on time.
 			timeout = muxFollowEvery
-			if poller.len() == 0 {
+			if !muxInFlight(slots, owned) {
 				// Nothing in flight here: connections may be handed
 				// over, or the other threads are finishing.
 				timeout = muxIdleWait
@@ -308,30 +322,67 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 				timeout = d
 			}
 		}
-		if poller.len() == 0 && timeout <= 0 {
+		r.muxContinue(slots, r.muxReady(poller, slots, owned, timeout, pollMs), func(sl *muxSlot, o step.Outcome, err error) {
+			r.muxDone(sh, sl, o, err)
+		})
+	}
+	return owned
+}
+
+// muxContinue goes on with the steps of the ready slots; done gets each
+// step that ended.
+func (r *runner) muxContinue(slots []muxSlot, ready []int, done func(*muxSlot, step.Outcome, error)) {
+	for _, i := range ready {
+		sl := &slots[i]
+		o, pending, err := sl.m.Continue(r.stepCtx)
+		if pending {
 			continue
 		}
-		ready := poller.wait(timeout)
-		if r.stepCtx.Err() != nil {
-			// Cancelled at the drain deadline: let every step in flight
-			// fail fast (Continue on a cancelled step does not block).
-			ready = ready[:0]
-			for _, i := range owned {
-				if slots[i].pending {
-					ready = append(ready, i)
-				}
-			}
-		}
-		for _, i := range ready {
-			sl := &slots[i]
-			o, pending, err := sl.m.Continue(r.stepCtx)
-			if pending {
-				continue
-			}
-			sl.pending = false
-			r.muxDone(sh, sl, o, err)
+		sl.pending = false
+		done(sl, o, err)
+	}
+}
+
+// muxInFlight reports whether one of the owned slots has a step in flight.
+func muxInFlight(slots []muxSlot, owned []int) bool {
+	for _, i := range owned {
+		if slots[i].pending {
+			return true
 		}
 	}
+	return false
+}
+
+// muxReady waits until a reply arrives on one of the owned slots with a
+// step in flight, or timeout passes (at once with none in flight and no
+// time to wait), and returns the slots whose step may continue: all of
+// them once the steps' context is cancelled at the drain deadline
+// (Continue on a cancelled step fails fast). mode: how it waits.
+func (r *runner) muxReady(p *poller, slots []muxSlot, owned []int, timeout time.Duration, mode pollMode) []int {
+	p.reset()
+	for _, i := range owned {
+		if slots[i].pending {
+			p.add(i, slots[i].m.Fd())
+		}
+	}
+	if p.len() == 0 && timeout <= 0 {
+		return nil
+	}
+	var ready []int
+	if mode == pollMs {
+		ready = p.wait(timeout)
+	} else {
+		ready = p.waitFine(timeout, mode == pollRaw)
+	}
+	if r.stepCtx.Err() != nil {
+		ready = ready[:0]
+		for _, i := range owned {
+			if slots[i].pending {
+				ready = append(ready, i)
+			}
+		}
+	}
+	return ready
 }
 
 // compactOwned drops the slots that are gone.

@@ -205,11 +205,3 @@ func muxFallback(t *testing.T) {
 		}
 	}
 }
-
-// TestThreadsWithRateRefused: the open loop has no multiplexed form.
-func TestThreadsWithRateRefused(t *testing.T) {
-	_, err := Execute(context.Background(), Config{Workers: 4, Threads: 2, Rate: 100, Duration: time.Second}, (&fakeFleet{step: sleepStep(0)}).factory())
-	if err == nil {
-		t.Fatal("threads < workers with a rate accepted")
-	}
-}

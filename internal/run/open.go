@@ -105,7 +105,6 @@ func (r *runner) scheduler() {
 // it. Latency is measured from t_k, service time from the actual start.
 func (r *runner) openLoop(ws *workerState) {
 	defer r.workerExit(ws)
-	limit := r.cfg.LatencyLimit
 	var backoff time.Duration
 	for {
 		// When this worker became free to take the next start: a start
@@ -138,56 +137,14 @@ func (r *runner) openLoop(ws *workerState) {
 			}
 			now = r.since()
 		}
-		ph, st := metrics.PhaseWarmup, stStepWarm
-		if measured {
-			ph, st = metrics.PhaseMeasure, stStepMeasure
-		}
-		lag := now - tk
-		if limit > 0 && lag > limit {
-			ws.rec.Count(ph, SkippedOp, step.ClassSkippedLate)
+		st, run := r.beginOpen(ws, tk, now, freeAt)
+		if !run {
 			continue
 		}
-		if !ws.state.CompareAndSwap(stIdle, st) {
-			if measured {
-				ws.unfinished++
-			}
-			continue // closed at the drain deadline
-		}
-		if measured {
-			ws.dispatch.Record(now - max(tk, freeAt))
-		}
 		o, err := ws.w.Step(r.stepCtx)
-		end := r.since()
-		if !ws.state.CompareAndSwap(st, stIdle) {
-			return // abandoned at the drain deadline: counted as unfinished
-		}
-		if err == nil {
-			err = validClass(&o)
-		}
-		if err != nil {
-			ws.stepErrors++
-			if measured {
-				ws.unfinished++
-			}
-			r.fail(ws.id, err)
+		if r.endOpen(ws, st, tk, now, r.since(), &o, err) != stepRecorded {
 			return
 		}
-		latency := end - tk
-		if measured {
-			ws.lastStart = now
-			if limit > 0 && latency > limit && o.Class.Completed() {
-				ws.late++
-			}
-			if o.Class.IsError() {
-				ws.countSQLState(o.SQLState)
-			}
-			if o.Attempts > 1 {
-				ws.countRetried(&o)
-			}
-		}
-		ws.rec.RecordOpen(ph, o.Op, o.Class, latency, end-now, lag)
-		r.afterOutcome(ws, &o, end)
-
 		if o.Class == step.ClassConnError {
 			backoff = nextBackoff(backoff)
 			ws.sleep(jitter(ws.rng, backoff), r.halt)
@@ -195,4 +152,74 @@ func (r *runner) openLoop(ws *workerState) {
 		}
 		backoff = 0
 	}
+}
+
+// beginOpen decides, for worker ws free since freeAt, about the intended
+// start tk taken at now (offsets since the run start): a start whose lag
+// is already beyond the latency limit is skipped (counted), one the
+// collector closed the worker for is unfinished; otherwise the worker's
+// state is moved into the step (st, returned with run true) and the
+// dispatch delay recorded: how long after both tk and freeAt the start
+// was taken, the driver's own part of the lag.
+func (r *runner) beginOpen(ws *workerState, tk, now, freeAt time.Duration) (st int32, run bool) {
+	measured := tk >= r.msOff
+	ph, st := metrics.PhaseWarmup, stStepWarm
+	if measured {
+		ph, st = metrics.PhaseMeasure, stStepMeasure
+	}
+	if limit := r.cfg.LatencyLimit; limit > 0 && now-tk > limit {
+		ws.rec.Count(ph, SkippedOp, step.ClassSkippedLate)
+		return st, false
+	}
+	if !ws.state.CompareAndSwap(stIdle, st) {
+		if measured {
+			ws.unfinished++ // closed at the drain deadline
+		}
+		return st, false
+	}
+	if measured {
+		ws.dispatch.Record(now - max(tk, freeAt))
+	}
+	return st, true
+}
+
+// endOpen does the bookkeeping of an open-loop step that ran in state st
+// (warm-up or measure) for the intended start tk, started at start and
+// ended at end (offsets since the run start), for openLoop and the
+// multiplexed open loop alike: it hands the worker's state back, and
+// records the outcome with its latency (from tk), service time and lag.
+func (r *runner) endOpen(ws *workerState, st int32, tk, start, end time.Duration, o *step.Outcome, err error) stepEnd {
+	if !ws.state.CompareAndSwap(st, stIdle) {
+		return stepAbandoned // counted as unfinished
+	}
+	measured := st == stStepMeasure
+	if err == nil {
+		err = validClass(o)
+	}
+	if err != nil {
+		ws.stepErrors++
+		if measured {
+			ws.unfinished++
+		}
+		r.fail(ws.id, err)
+		return stepFailed
+	}
+	latency := end - tk
+	ph := metrics.PhaseWarmup
+	if measured {
+		ph = metrics.PhaseMeasure
+		ws.lastStart = start
+		if limit := r.cfg.LatencyLimit; limit > 0 && latency > limit && o.Class.Completed() {
+			ws.late++
+		}
+		if o.Class.IsError() {
+			ws.countSQLState(o.SQLState)
+		}
+		if o.Attempts > 1 {
+			ws.countRetried(o)
+		}
+	}
+	ws.rec.RecordOpen(ph, o.Op, o.Class, latency, end-start, start-tk)
+	r.afterOutcome(ws, o, end)
+	return stepRecorded
 }

@@ -39,17 +39,7 @@ func TestScheduleStatistics(t *testing.T) {
 	within(t, "mean gap", m, mean*0.99, mean*1.01)
 	// Exponential: standard deviation equals the mean.
 	within(t, "cv", sd/m, 0.98, 1.02)
-	// Kolmogorov-Smirnov against 1-exp(-x/mean); critical value at
-	// alpha=0.01 is 1.63/sqrt(n).
-	sort.Float64s(gaps)
-	var d float64
-	for i, g := range gaps {
-		f := 1 - math.Exp(-g/mean)
-		d = math.Max(d, math.Max(math.Abs(float64(i+1)/n-f), math.Abs(f-float64(i)/n)))
-	}
-	if crit := 1.63 / math.Sqrt(n); d > crit {
-		t.Errorf("KS statistic %v > %v: gaps are not exponential", d, crit)
-	}
+	exponentialKS(t, gaps, mean)
 	// The total over n draws is n/rate seconds, never reset.
 	within(t, "cumulative", prev.Seconds(), n/rate*0.99, n/rate*1.01)
 
@@ -63,6 +53,23 @@ func TestScheduleStatistics(t *testing.T) {
 	}
 	if !same || !diff {
 		t.Errorf("seeding: same seed equal %v, different seed differs %v", same, diff)
+	}
+}
+
+// exponentialKS checks that the gaps (sorted in place) are exponential
+// with the mean: a Kolmogorov-Smirnov test against 1-exp(-x/mean), whose
+// critical value at alpha=0.01 is 1.63/sqrt(n).
+func exponentialKS(t *testing.T, gaps []float64, mean float64) {
+	t.Helper()
+	sort.Float64s(gaps)
+	n := float64(len(gaps))
+	var d float64
+	for i, g := range gaps {
+		f := 1 - math.Exp(-g/mean)
+		d = math.Max(d, math.Max(math.Abs(float64(i+1)/n-f), math.Abs(f-float64(i)/n)))
+	}
+	if crit := 1.63 / math.Sqrt(n); d > crit {
+		t.Errorf("KS statistic %v > %v: gaps are not exponential with mean %v", d, crit, mean)
 	}
 }
 

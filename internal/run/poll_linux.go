@@ -3,13 +3,26 @@
 package run
 
 import (
+	"runtime"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // pollSupported: multiplexed workers are driven with poll(2).
 const pollSupported = true
+
+// pollMode is how a multiplexed thread waits: poller.wait (a timeout in
+// whole milliseconds, the closed loop), or poller.waitFine (to the
+// microsecond) as an ordinary or a raw system call.
+type pollMode int
+
+const (
+	pollMs pollMode = iota
+	pollFine
+	pollRaw
+)
 
 // poller waits for readability on a set of descriptors, each tagged with
 // its slot index. It is reused for every wait (no allocation).
@@ -58,6 +71,57 @@ func (p *poller) wait(timeout time.Duration) []int {
 		}
 		return p.ready
 	}
+}
+
+// waitFine is wait with a timeout precise to microseconds, for the
+// multiplexed open loop: ppoll(2) with the calling thread's timer slack at
+// its smallest (1 ns; the default, 50 µs, lets the kernel defer the wake-up
+// to batch it with others), set at each wait since the goroutine may be on
+// another thread since the last one. A signal ends the wait early with no
+// descriptor ready (the caller's loop keeps its own time).
+//
+// raw: the ppoll is a raw system call. The Go runtime does not see the
+// thread enter a system call, and the goroutine keeps its P while it
+// waits. An ordinary system call that blocks for more than the runtime's
+// monitor tick (20 µs) while no P is idle has its P taken and handed to
+// another thread, and each hand-off sets the monitor polling every 20 µs
+// again: in an open-loop tpcb-like run at a few hundred transactions a
+// second that was 6 monitor wake-ups per transaction and a tenth of the
+// driver's CPU. The cost of keeping the P: other goroutines (the
+// collector, the samplers) wait for it while no other P is free, so the
+// caller bounds a raw wait (muxOpenWaitMax) and its step.Thread yields; a
+// signal (the runtime preempting the goroutine, e.g. for a garbage
+// collection) ends the wait, and the caller's loop then passes a
+// preemption point.
+func (p *poller) waitFine(timeout time.Duration, raw bool) []int {
+	p.ready = p.ready[:0]
+	ts := unix.NsecToTimespec(int64(max(timeout, 0)))
+	runtime.LockOSThread()
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	var n int
+	var err error
+	if raw {
+		var fds unsafe.Pointer
+		if len(p.fds) > 0 {
+			fds = unsafe.Pointer(&p.fds[0])
+		}
+		r, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(fds), uintptr(len(p.fds)), uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		if n = int(r); errno != 0 {
+			err = errno
+		}
+	} else {
+		n, err = unix.Ppoll(p.fds, &ts, nil)
+	}
+	runtime.UnlockOSThread()
+	if err != nil || n <= 0 {
+		return p.ready // a signal (EINTR) or the timeout
+	}
+	for i := range p.fds {
+		if p.fds[i].Revents != 0 {
+			p.ready = append(p.ready, p.slots[i])
+		}
+	}
+	return p.ready
 }
 
 // allowedCPUs lists the CPUs the process may run on, in order, or nil.

@@ -15,6 +15,17 @@ func (p *poller) reset()                   {}
 func (p *poller) len() int                 { return 0 }
 func (p *poller) add(slot, fd int)         {}
 func (p *poller) wait(time.Duration) []int { time.Sleep(time.Millisecond); return nil }
+func (p *poller) waitFine(d time.Duration, raw bool) []int {
+	return p.wait(d)
+}
+
+type pollMode int
+
+const (
+	pollMs pollMode = iota
+	pollFine
+	pollRaw
+)
 
 // allowedCPUs: threads are not pinned on this system.
 func allowedCPUs() []int { return nil }

@@ -18,8 +18,16 @@ type Schedule struct {
 // NewSchedule returns the schedule of the given rate (transactions per
 // second, > 0) seeded with seed.
 func NewSchedule(rate float64, seed int64) *Schedule {
+	return newScheduleStream(rate, seed, 0)
+}
+
+// newScheduleStream is the schedule of stream k of a seed: multiplexed
+// threads in the open loop each serve their own share of the rate, each
+// share an independent Poisson process (stream k for thread k); together
+// they are a Poisson process of the whole rate. Stream 0 is NewSchedule's.
+func newScheduleStream(rate float64, seed int64, k uint64) *Schedule {
 	return &Schedule{
-		r:      rand.New(rand.NewPCG(uint64(seed), 0x5c4ed01e)),
+		r:      rand.New(rand.NewPCG(uint64(seed), 0x5c4ed01e+k)),
 		meanNs: float64(time.Second) / rate,
 	}
 }

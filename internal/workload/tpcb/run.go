@@ -233,11 +233,8 @@ func followServer(mode, script string) bool {
 }
 
 // runThreads is the executor's thread count for --threads n (0: one per
-// core, at most one per client; the open loop always has one per client).
+// core, at most one per client), in the closed and the open loop alike.
 func runThreads(n, clients int, rate float64) int {
-	if rate > 0 {
-		return 0
-	}
 	if n == 0 {
 		n = min(runtime.NumCPU(), clients)
 	}

@@ -1,0 +1,202 @@
+package run
+
+import (
+	"time"
+
+	"github.com/tunebench/tunebench/internal/step"
+)
+
+// muxOpenWaitMax bounds one wait of a multiplexed open-loop thread: the
+// thread keeps its P while it waits (poller.waitFine), and goroutines
+// that need one (the collector, the samplers, a garbage collection) may
+// wait that long for it. Under the runtime's 10 ms preemption tick, so
+// the waits alone never make it preempt the thread.
+const muxOpenWaitMax = 8 * time.Millisecond
+
+// muxIdleRaw: a multiplexed open-loop thread with nothing in flight whose
+// next start is further away than this waits as an ordinary system call
+// (at a rate of one start a second, waking every muxOpenWaitMax to keep
+// the P tripled the driver's CPU); nearer, in raw waits.
+const muxIdleRaw = 4 * muxOpenWaitMax
+
+// muxOpen is the open loop of multiplexed thread id (see muxLoop), which
+// serves the slots owned; it returns the slots it still owns at the end.
+//
+// The thread draws its own share of the schedule: a Poisson process of
+// the rate times its share of the workers, an independent stream of the
+// run's seed (the threads' shares together are a Poisson process of the
+// whole rate, as pgbench -R gives each of its threads its own). Intended
+// starts that are due wait in the thread's queue until one of its workers
+// is free; each is started as soon as it is due and a worker is free, in
+// order, and latency runs from the intended start (coordinated-omission
+// free), service time from the actual start. Between starts the thread
+// waits in ppoll(2) with a timeout precise to microseconds for whichever
+// comes first: a reply on a connection with a step in flight, or the next
+// intended start when a worker is free for it. As in the thread-per-worker
+// open loop, the schedule ends at the measurement's end, what was due
+// before is still served in the drain, and a halt abandons the queue
+// (counted as unfinished).
+func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []int {
+	slots := sh.slots
+	sch := newScheduleStream(r.cfg.Rate*float64(len(owned))/float64(len(slots)), r.cfg.Seed, uint64(id))
+	next := sch.Next()
+	exhausted := next >= r.meOff
+	var due fifo
+	var scheduled, unfinished int64
+	defer func() {
+		// Starts left when every worker of the thread is gone (closed at
+		// the drain deadline, or failed).
+		r.qPending.Add(-int64(due.len()))
+		for due.len() > 0 {
+			if due.pop() >= r.msOff {
+				unfinished++
+			}
+		}
+		sh.scheduled.Add(scheduled)
+		sh.unfinished.Add(unfinished)
+	}()
+	halted := false
+	poller := newPoller(len(owned))
+	for len(owned) > 0 {
+		if th != nil {
+			th.Tick()
+		}
+		now := r.since()
+		if !halted && r.isHalted() {
+			// Interrupted, failed or past the drain deadline: nothing
+			// more starts; the steps in flight finish.
+			halted, exhausted = true, true
+			n := int64(due.len())
+			for due.len() > 0 {
+				if due.pop() >= r.msOff {
+					unfinished++
+				}
+			}
+			r.qPending.Add(-n)
+		}
+		if !exhausted && next <= now {
+			n := int64(due.len())
+			for !exhausted && next <= now {
+				due.push(next)
+				if next >= r.msOff {
+					scheduled++
+				}
+				next = sch.Next()
+				exhausted = next >= r.meOff
+			}
+			sh.queued(r, int64(due.len())-n)
+		}
+		// Start the due intended starts on the free workers.
+		free := false
+		var wake time.Duration
+		for _, i := range owned {
+			sl := &slots[i]
+			if sl.gone || sl.pending {
+				continue
+			}
+			if due.len() == 0 {
+				if exhausted {
+					r.muxExit(sh, sl)
+					continue
+				}
+				free = true
+				continue
+			}
+			if now < sl.nbOff {
+				// Backing off after a connection error.
+				if wake == 0 || sl.nbOff < wake {
+					wake = sl.nbOff
+				}
+				continue
+			}
+			r.muxStartOpen(sh, sl, &due)
+			if !sl.pending && !sl.gone && due.len() == 0 && !exhausted {
+				free = true
+			}
+		}
+		owned = compactOwned(slots, owned)
+		if len(owned) == 0 {
+			break
+		}
+		// Wait for a reply, or for the next intended start if a worker
+		// is free to take it. Replies come within milliseconds and the
+		// starts are precise: the thread keeps its P (pollRaw), for at
+		// most muxOpenWaitMax a wait. Idle until a start further away
+		// than muxIdleRaw (low rates), it waits as an ordinary system
+		// call, its P free for others.
+		timeout := muxPollMax
+		if free && !exhausted {
+			timeout = min(timeout, next-r.since())
+		}
+		if wake != 0 {
+			timeout = min(timeout, wake-r.since())
+		}
+		mode := pollFine
+		if timeout <= muxIdleRaw || muxInFlight(slots, owned) {
+			mode, timeout = pollRaw, min(timeout, muxOpenWaitMax)
+		}
+		r.muxContinue(slots, r.muxReady(poller, slots, owned, timeout, mode), func(sl *muxSlot, o step.Outcome, err error) {
+			r.muxDoneOpen(sh, sl, o, err)
+		})
+	}
+	return owned
+}
+
+// muxStartOpen starts, on the free slot sl, the first of the due intended
+// starts that is not skipped for the latency limit (each taken counts off
+// the queue). A step that ends at once (no connection) is recorded, and
+// the slot is free again.
+func (r *runner) muxStartOpen(sh *muxShared, sl *muxSlot, due *fifo) {
+	for due.len() > 0 {
+		tk := due.pop()
+		r.qPending.Add(-1)
+		now := r.since()
+		st, run := r.beginOpen(sl.ws, tk, now, sl.freeAt)
+		if !run {
+			if st := sl.ws.state.Load(); st == stClosed || st == stAbandoned {
+				r.muxExit(sh, sl) // closed at the drain deadline
+				return
+			}
+			continue
+		}
+		sl.st, sl.tk, sl.startOff = st, tk, now
+		o, pending, err := sl.m.Begin(r.stepCtx)
+		if pending {
+			sl.pending = true
+			return
+		}
+		r.muxDoneOpen(sh, sl, o, err)
+		return
+	}
+}
+
+// muxDoneOpen records the end of slot sl's step, as openLoop does after
+// Step; a worker whose step was abandoned or failed exits.
+func (r *runner) muxDoneOpen(sh *muxShared, sl *muxSlot, o step.Outcome, err error) {
+	end := r.since()
+	sl.freeAt = end
+	if r.endOpen(sl.ws, sl.st, sl.tk, sl.startOff, end, &o, err) != stepRecorded {
+		r.muxExit(sh, sl)
+		return
+	}
+	if o.Class == step.ClassConnError {
+		// The worker reconnects inside its next Begin; space the attempts
+		// out.
+		sl.backoff = nextBackoff(sl.backoff)
+		sl.nbOff = end + jitter(sl.ws.rng, sl.backoff)
+		return
+	}
+	sl.backoff = 0
+}
+
+// queued counts n intended starts more in the open-loop threads' queues,
+// and keeps the deepest the queues were together.
+func (sh *muxShared) queued(r *runner, n int64) {
+	d := r.qPending.Add(n)
+	for {
+		m := sh.maxDepth.Load()
+		if d <= m || sh.maxDepth.CompareAndSwap(m, d) {
+			return
+		}
+	}
+}

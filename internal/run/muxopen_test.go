@@ -1,0 +1,193 @@
+package run
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	stp "github.com/tunebench/tunebench/internal/step"
+)
+
+// The multiplexed open loop waits in ppoll(2), so (as the multiplexed
+// closed loop, runMode) it runs on the real clock and its tests assert
+// only what holds however loaded the machine is: the counts the seeded
+// schedules imply, every intended start accounted for, and hard bounds (a
+// sleep never ends early, nothing starts before its time).
+
+// muxOpenConfig is an open-loop run of workers on threads, multiplexed.
+func muxOpenConfig(workers, threads int, rate float64, dur time.Duration, seed int64) Config {
+	return Config{Workers: workers, Threads: threads, Rate: rate, Duration: dur, Seed: seed, Tick: 100 * time.Millisecond,
+		NewThread: func() stp.Thread { return &countingThread{} }}
+}
+
+// muxSchedulePoints returns the intended starts in [from, to) of the
+// threads' shares of the schedule, merged in order: thread g of threads
+// serving n of the workers draws stream g at rate*n/workers.
+func muxSchedulePoints(rate float64, seed int64, workers, threads int, from, to time.Duration) []time.Duration {
+	var out []time.Duration
+	for g := 0; g < threads; g++ {
+		n := (g+1)*workers/threads - g*workers/threads
+		s := newScheduleStream(rate*float64(n)/float64(workers), seed, uint64(g))
+		for at := s.Next(); at < to; at = s.Next() {
+			if at >= from {
+				out = append(out, at)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMuxScheduleIsPoisson: the threads' shares merged are a Poisson
+// process of the whole rate (exponential gaps, KS test at alpha 0.01), and
+// the streams of one seed differ from each other.
+func TestMuxScheduleIsPoisson(t *testing.T) {
+	const rate, n = 1000.0, 100_000
+	pts := muxSchedulePoints(rate, 42, 5, 2, 0, time.Duration(float64(n)/rate*float64(time.Second)))
+	gaps := make([]float64, 0, len(pts))
+	var prev time.Duration
+	for _, p := range pts {
+		gaps = append(gaps, (p - prev).Seconds())
+		prev = p
+	}
+	within(t, "points", float64(len(gaps)), n*0.98, n*1.02)
+	exponentialKS(t, gaps, 1/rate)
+	a, b := newScheduleStream(rate, 42, 0), newScheduleStream(rate, 42, 1)
+	if a.Next() == b.Next() {
+		t.Error("streams 0 and 1 of a seed start alike")
+	}
+	if x, y := NewSchedule(rate, 42).Next(), newScheduleStream(rate, 42, 0).Next(); x != y {
+		t.Errorf("stream 0 (%v) is not NewSchedule's (%v)", y, x)
+	}
+}
+
+// TestOpenLoopMultiplexed: 4 workers on 2 threads serve exactly the
+// intended starts of the threads' seeded schedules, each no earlier than
+// due, with latency from the intended start.
+func TestOpenLoopMultiplexed(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	const step = time.Millisecond
+	const rate, dur, seed = 400.0, 1500 * time.Millisecond, 3
+	ff := &fakeFleet{step: sleepStep(step)}
+	res, err := Execute(context.Background(), muxOpenConfig(4, 2, rate, dur, seed), ff.muxFactory(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	accounted(t, res)
+	if res.Threads != 2 || !res.OpenLoop {
+		t.Fatalf("threads %d open %v, want 2 threads in the open loop", res.Threads, res.OpenLoop)
+	}
+	want := len(muxSchedulePoints(rate, seed, 4, 2, 0, dur))
+	if res.Scheduled != int64(want) || res.Committed != res.Scheduled || res.Unfinished != 0 || res.Skipped != 0 {
+		t.Errorf("scheduled %d committed %d unfinished %d skipped %d, want %d from the seeded schedules",
+			res.Scheduled, res.Committed, res.Unfinished, res.Skipped, want)
+	}
+	if got := ff.steps.Load(); got != int64(want) {
+		t.Errorf("%d steps, want %d", got, want)
+	}
+	// A step never takes less than its sleep; latency includes service.
+	if res.Service.MinMs() < ms(step)*0.999 || res.Latency.MinMs() < res.Service.MinMs()*0.999 {
+		t.Errorf("service min %v ms, latency min %v ms; want at least the step's %v", res.Service.MinMs(), res.Latency.MinMs(), step)
+	}
+	if res.Lag.Count() != res.Committed || res.Dispatch == nil || res.Dispatch.Count() != res.Committed {
+		t.Errorf("lag %d and dispatch %d samples for %d committed", res.Lag.Count(), res.Dispatch.Count(), res.Committed)
+	}
+	if res.MeasuredSeconds < dur.Seconds() {
+		t.Errorf("measured %v s, want at least %v", res.MeasuredSeconds, dur.Seconds())
+	}
+}
+
+// TestOpenLoopMultiplexedBacklog: one worker per thread doing 15 ms steps
+// at 100/s in all (~1.5 s of work a second for 2 workers: a backlog). The
+// drain serves it, the window extends to the last measured start, the lag
+// shows the queueing, and the deepest queue is reported.
+func TestOpenLoopMultiplexedBacklog(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	const step = 15 * time.Millisecond
+	const rate, dur, seed = 200.0, time.Second, 4
+	ff := &fakeFleet{step: sleepStep(step)}
+	cfg := muxOpenConfig(2, 1, rate, dur, seed)
+	cfg.forceMux = true
+	res, err := Execute(context.Background(), cfg, ff.muxFactory(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	accounted(t, res)
+	if res.Threads != 1 || res.Unfinished != 0 || res.Committed != res.Scheduled {
+		t.Fatalf("threads %d committed %d scheduled %d unfinished %d", res.Threads, res.Committed, res.Scheduled, res.Unfinished)
+	}
+	// Two workers do at most 2/15 ms = 133/s: ~200 starts take 1.5 s or more.
+	if res.MeasuredSeconds < 1.4 {
+		t.Errorf("measured %v s: the backlog served in the drain must extend the window", res.MeasuredSeconds)
+	}
+	if p := res.Lag.PercentileMs(99); p < 100 {
+		t.Errorf("schedule lag p99 %.1f ms: the backlog should show there", p)
+	}
+	if res.MaxQueueDepth < 20 {
+		t.Errorf("deepest queue %d, want the backlog's tens", res.MaxQueueDepth)
+	}
+}
+
+// TestOpenLoopMultiplexedLatencyLimit: with 20 ms steps on 2 workers at
+// 300/s and a 5 ms limit, starts already later than the limit are skipped,
+// and every intended start is a commit, a skip or unfinished.
+func TestOpenLoopMultiplexedLatencyLimit(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	ff := &fakeFleet{step: sleepStep(20 * time.Millisecond)}
+	cfg := muxOpenConfig(2, 1, 300, time.Second, 5)
+	cfg.forceMux, cfg.LatencyLimit = true, 5*time.Millisecond
+	res, err := Execute(context.Background(), cfg, ff.muxFactory(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	accounted(t, res)
+	// At most 2 workers x 1 s / 20 ms = 100 steps (plus the drain's).
+	if res.Skipped < 100 || res.Committed > 110 || res.Committed == 0 {
+		t.Errorf("skipped %d committed %d of %d", res.Skipped, res.Committed, res.Scheduled)
+	}
+	// Every committed one started within the limit, so it took at most
+	// the limit more than its service time... and at least the 20 ms.
+	if res.Late != res.Committed {
+		t.Errorf("late %d of %d committed (20 ms steps, 5 ms limit)", res.Late, res.Committed)
+	}
+}
+
+// TestOpenLoopMultiplexedInterrupt: an interrupt abandons the threads'
+// queues (counted as unfinished), the steps in flight finish, and the run
+// returns promptly.
+func TestOpenLoopMultiplexedInterrupt(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	ff := &fakeFleet{step: sleepStep(20 * time.Millisecond)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		time.Sleep(time.Second)
+		cancel()
+	}()
+	start := time.Now()
+	res, err := Execute(ctx, muxOpenConfig(4, 2, 600, time.Minute, 6), ff.muxFactory(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("returned %v after the start, want soon after the interrupt at 1 s", took)
+	}
+	ff.checkClosed(t)
+	accounted(t, res)
+	// 4 workers do at most 200/s against 600/s scheduled.
+	if !res.Interrupted || res.Unfinished < 100 {
+		t.Errorf("interrupted %v unfinished %d", res.Interrupted, res.Unfinished)
+	}
+}
