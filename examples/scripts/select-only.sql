@@ -1,0 +1,3 @@
+-- pgbench's built-in "select only" transaction (pgbench -b select-only).
+\set aid random(1, 100000 * :scale)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;

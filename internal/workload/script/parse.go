@@ -1,0 +1,580 @@
+package script
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// A script file in pgbench's format (PostgreSQL 10 and later, the pgbench
+// documentation, "Custom Scripts"): SQL commands, each ending at a
+// semicolon outside quotes, dollar quotes and comments (so one may span
+// lines; "\;" joins statements into one compound command sent at once),
+// and meta-commands, each a line starting with a backslash (continued on
+// the next line when it ends with one). In SQL, :name stands for the
+// variable's value, sent as a parameter of the prepared statement;
+// "::type" casts, and colons in quotes and comments, are left alone.
+
+// CmdKind is what a command does.
+type CmdKind uint8
+
+const (
+	CmdSQL CmdKind = iota
+	CmdSet
+	CmdSleep
+	CmdIf
+	CmdElif
+	CmdElse
+	CmdEndif
+	CmdShell
+	CmdSetShell
+	CmdStartPipeline
+	CmdSyncPipeline
+	CmdEndPipeline
+)
+
+// Result storage of a SQL command: \gset keeps the last statement's one
+// row, \aset every row of every statement (the last row wins).
+const (
+	StoreNone = iota
+	StoreGset
+	StoreAset
+)
+
+// Command is one command of a script.
+type Command struct {
+	Kind CmdKind
+	Line int    // where it starts in the file (1-based)
+	Text string // as written (SQL: the statement text, without the terminator)
+
+	// CmdSQL.
+	SQL    string // with $1..$n for the variables
+	Params []int  // the variables' slots, for $1..$n
+	Store  int    // StoreNone, StoreGset, StoreAset
+	Prefix string // the \gset or \aset prefix
+
+	Var  int   // CmdSet, CmdSetShell: the variable's slot
+	Expr *Expr // CmdSet, CmdIf, CmdElif
+
+	// CmdSleep: a constant (SleepVar < 0) or a variable, times SleepUnit
+	// microseconds.
+	SleepConst int64
+	SleepVar   int
+	SleepUnit  int64
+
+	Args []string // CmdShell, CmdSetShell: the command's words
+
+	// CmdIf, CmdElif, CmdElse: the command to go to when the branch is
+	// not taken (the next \elif, \else or the \endif).
+	Next int
+	// CmdElif, CmdElse (reached at the end of a taken branch): the \endif.
+	End int
+}
+
+// Script is a parsed script file.
+type Script struct {
+	Name     string
+	Weight   int
+	Commands []Command
+}
+
+// ParseError is a script that does not parse: the file, line and column,
+// what is wrong and how to fix it.
+type ParseError struct {
+	File      string
+	Line, Col int
+	Msg, Hint string
+}
+
+func (e *ParseError) Error() string {
+	s := fmt.Sprintf("%s:%d", e.File, e.Line)
+	if e.Col > 0 {
+		s += fmt.Sprintf(":%d", e.Col)
+	}
+	s += ": " + e.Msg
+	if e.Hint != "" {
+		s += " (" + e.Hint + ")"
+	}
+	return s
+}
+
+// Options of the parser.
+type ParseOptions struct {
+	// AllowShell accepts \shell and \setshell (they run commands on the
+	// driver's machine).
+	AllowShell bool
+}
+
+// Parse parses the script text read from file name; variables get their
+// slots in scope.
+func Parse(name, text string, scope *Scope, o ParseOptions) (*Script, error) {
+	p := &scriptParser{name: name, src: text, scope: scope, line: 1, o: o}
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	if len(p.s.Commands) == 0 {
+		return nil, &ParseError{File: name, Line: 1, Msg: "the script has no command", Hint: "a script needs at least one SQL statement or meta-command"}
+	}
+	if err := p.link(); err != nil {
+		return nil, err
+	}
+	p.s.Name = name
+	return &p.s, nil
+}
+
+type scriptParser struct {
+	name  string
+	src   string
+	pos   int
+	line  int
+	scope *Scope
+	o     ParseOptions
+	s     Script
+}
+
+func (p *scriptParser) errf(line, col int, hint, format string, a ...any) error {
+	return &ParseError{File: p.name, Line: line, Col: col, Msg: fmt.Sprintf(format, a...), Hint: hint}
+}
+
+// parse reads commands until the end of the text.
+func (p *scriptParser) parse() error {
+	for {
+		// Skip blanks and comments between commands.
+		for p.pos < len(p.src) {
+			c := p.src[p.pos]
+			switch {
+			case c == '\n':
+				p.line++
+				p.pos++
+			case isSpace(c):
+				p.pos++
+			case strings.HasPrefix(p.src[p.pos:], "--"):
+				for p.pos < len(p.src) && p.src[p.pos] != '\n' {
+					p.pos++
+				}
+			default:
+				goto cmd
+			}
+		}
+		return nil
+	cmd:
+		if p.src[p.pos] == '\\' {
+			if err := p.meta(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.sql(); err != nil {
+			return err
+		}
+	}
+}
+
+// sql reads one SQL command: up to an unquoted semicolon (not \;), a
+// meta-command on the same line (\gset, \aset; another ends the command
+// too, as in pgbench), or the end of the text.
+func (p *scriptParser) sql() error {
+	startLine := p.line
+	var b strings.Builder
+	var params []int
+	slots := map[int]int{} // variable slot -> parameter number
+	s := p.src
+	i := p.pos
+	flush := func(cmdEnd int) {
+		text := strings.TrimSpace(s[p.pos:cmdEnd])
+		p.s.Commands = append(p.s.Commands, Command{Kind: CmdSQL, Line: startLine, Text: text,
+			SQL: strings.TrimSpace(b.String()), Params: params, Var: -1, SleepVar: -1})
+	}
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '\n':
+			p.line++
+			b.WriteByte(c)
+			i++
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(s) {
+				if s[j] == c {
+					if j+1 < len(s) && s[j+1] == c { // doubled quote
+						j += 2
+						continue
+					}
+					break
+				}
+				if s[j] == '\n' {
+					p.line++
+				}
+				j++
+			}
+			if j >= len(s) {
+				return p.errf(p.line, 0, "close the quote", "unterminated quoted string")
+			}
+			b.WriteString(s[i : j+1])
+			i = j + 1
+		case c == '$' && dollarTag(s[i:]) != "":
+			tag := dollarTag(s[i:])
+			end := strings.Index(s[i+len(tag):], tag)
+			if end < 0 {
+				return p.errf(p.line, 0, "close it with "+tag, "unterminated dollar-quoted string")
+			}
+			lit := s[i : i+len(tag)+end+len(tag)]
+			p.line += strings.Count(lit, "\n")
+			b.WriteString(lit)
+			i += len(lit)
+		case strings.HasPrefix(s[i:], "--"):
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case strings.HasPrefix(s[i:], "/*"):
+			depth, j := 1, i+2
+			for j < len(s) && depth > 0 {
+				switch {
+				case strings.HasPrefix(s[j:], "/*"):
+					depth++
+					j += 2
+				case strings.HasPrefix(s[j:], "*/"):
+					depth--
+					j += 2
+				default:
+					if s[j] == '\n' {
+						p.line++
+					}
+					j++
+				}
+			}
+			if depth > 0 {
+				return p.errf(p.line, 0, "close it with */", "unterminated comment")
+			}
+			b.WriteByte(' ')
+			i = j
+		case c == ':' && i+1 < len(s) && s[i+1] == ':':
+			// A cast (::type), or colons: left as they are.
+			j := i
+			for j < len(s) && s[j] == ':' {
+				j++
+			}
+			b.WriteString(s[i:j])
+			i = j
+		case c == ':' && i+1 < len(s) && isNameByte(s[i+1], true):
+			j := i + 1
+			for j < len(s) && isNameByte(s[j], false) {
+				j++
+			}
+			slot := p.scope.Slot(s[i+1 : j])
+			n, ok := slots[slot]
+			if !ok {
+				params = append(params, slot)
+				n = len(params)
+				slots[slot] = n
+			}
+			b.WriteString("$" + strconv.Itoa(n))
+			i = j
+		case c == '\\' && i+1 < len(s) && s[i+1] == ';':
+			b.WriteByte(';')
+			i += 2
+		case c == ';':
+			b.WriteByte(';')
+			flush(i)
+			p.pos = i + 1
+			return nil
+		case c == '\\':
+			// A meta-command ends the SQL command; \gset and \aset
+			// store its results.
+			flush(i)
+			p.pos = i
+			word, _ := metaWord(s[i+1:])
+			switch strings.ToLower(word) {
+			case "gset", "aset":
+				return p.store(&p.s.Commands[len(p.s.Commands)-1])
+			}
+			return nil
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	flush(i)
+	p.pos = i
+	return nil
+}
+
+// dollarTag returns the $tag$ opening a dollar-quoted string at the start
+// of s, or "".
+func dollarTag(s string) string {
+	if len(s) < 2 || s[0] != '$' {
+		return ""
+	}
+	j := 1
+	for j < len(s) && (isNameByte(s[j], j == 1) || s[j] >= '0' && s[j] <= '9' && j > 1) {
+		j++
+	}
+	if j < len(s) && s[j] == '$' {
+		return s[:j+1]
+	}
+	return ""
+}
+
+// metaWord returns the meta-command's name at the start of s and its
+// length.
+func metaWord(s string) (string, int) {
+	j := 0
+	for j < len(s) && !isSpace(s[j]) && s[j] != '\\' {
+		j++
+	}
+	return s[:j], j
+}
+
+// metaLine reads the meta-command line at p.pos (after the backslash),
+// joining lines that end with a backslash, and returns its name and the
+// rest.
+func (p *scriptParser) metaLine() (name, rest string, line int) {
+	line = p.line
+	s := p.src
+	i := p.pos + 1
+	var b strings.Builder
+	for i < len(s) && s[i] != '\n' {
+		if s[i] == '\\' && (i+1 == len(s) || s[i+1] == '\n' || s[i+1] == '\r' && i+2 < len(s) && s[i+2] == '\n') {
+			// Continued on the next line.
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+			if i < len(s) {
+				i++
+				p.line++
+			}
+			b.WriteByte(' ')
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	p.pos = i
+	text := b.String()
+	w, n := metaWord(text)
+	return strings.ToLower(w), strings.TrimSpace(text[n:]), line
+}
+
+// store reads the \gset or \aset after a SQL command.
+func (p *scriptParser) store(c *Command) error {
+	name, rest, line := p.metaLine()
+	c.Store = StoreGset
+	if name == "aset" {
+		c.Store = StoreAset
+	}
+	if f := strings.Fields(rest); len(f) > 1 {
+		return p.errf(line, 0, "give at most one prefix", "\\%s takes one optional prefix, got %q", name, rest)
+	} else if len(f) == 1 {
+		if !validName(f[0]) {
+			return p.errf(line, 0, "a prefix is letters, digits and underscores, not starting with a digit", "invalid \\%s prefix %q", name, f[0])
+		}
+		c.Prefix = f[0]
+	}
+	if c.SQL == "" {
+		return p.errf(line, 0, "put \\"+name+" right after the SQL statement whose result it stores", "\\%s without a SQL statement before it", name)
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isNameByte(s[i], i == 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// meta reads a meta-command.
+func (p *scriptParser) meta() error {
+	name, rest, line := p.metaLine()
+	c := Command{Line: line, Text: strings.TrimSpace("\\" + name + " " + rest), Var: -1, SleepVar: -1}
+	args := strings.Fields(rest)
+	switch name {
+	case "set":
+		if len(args) < 2 {
+			return p.errf(line, 0, "write \\set NAME EXPRESSION, e.g. \\set aid random(1, 100000 * :scale)", "\\set needs a variable name and an expression")
+		}
+		if !validName(args[0]) {
+			return p.errf(line, 0, "a variable name is letters, digits and underscores, not starting with a digit", "invalid variable name %q", args[0])
+		}
+		exprText := strings.TrimSpace(rest[len(args[0]):])
+		e, err := ParseExpr(exprText, p.scope)
+		if err != nil {
+			return p.exprErr(line, rest, exprText, err)
+		}
+		c.Kind, c.Var, c.Expr = CmdSet, p.scope.Slot(args[0]), e
+	case "sleep":
+		if len(args) < 1 || len(args) > 2 {
+			return p.errf(line, 0, "write \\sleep N [us|ms|s], N an integer or a :variable", "\\sleep takes a duration and an optional unit")
+		}
+		c.Kind, c.SleepUnit = CmdSleep, 1_000_000
+		if len(args) == 2 {
+			switch strings.ToLower(args[1]) {
+			case "us":
+				c.SleepUnit = 1
+			case "ms":
+				c.SleepUnit = 1000
+			case "s":
+			default:
+				return p.errf(line, 0, "use us, ms or s", "unknown \\sleep unit %q", args[1])
+			}
+		}
+		if strings.HasPrefix(args[0], ":") {
+			if !validName(args[0][1:]) {
+				return p.errf(line, 0, "write :name", "invalid variable %q in \\sleep", args[0])
+			}
+			c.SleepVar = p.scope.Slot(args[0][1:])
+		} else {
+			n, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || n < 0 {
+				return p.errf(line, 0, "give a whole number of units, or a :variable", "invalid \\sleep duration %q", args[0])
+			}
+			c.SleepConst = n
+		}
+	case "if", "elif":
+		if rest == "" {
+			return p.errf(line, 0, "write \\"+name+" EXPRESSION", "\\%s needs a condition", name)
+		}
+		e, err := ParseExpr(rest, p.scope)
+		if err != nil {
+			return p.exprErr(line, rest, rest, err)
+		}
+		c.Kind, c.Expr = CmdIf, e
+		if name == "elif" {
+			c.Kind = CmdElif
+		}
+	case "else", "endif":
+		if rest != "" {
+			return p.errf(line, 0, "remove what follows it", "\\%s takes no argument, got %q", name, rest)
+		}
+		c.Kind = CmdElse
+		if name == "endif" {
+			c.Kind = CmdEndif
+		}
+	case "shell", "setshell":
+		if !p.o.AllowShell {
+			return p.errf(line, 0, "it runs a command on this machine for every transaction; give --allow-shell if you mean it",
+				"\\%s is refused without --allow-shell", name)
+		}
+		min := 1
+		if name == "setshell" {
+			min = 2
+		}
+		if len(args) < min {
+			return p.errf(line, 0, "write \\"+name+" "+map[string]string{"shell": "COMMAND [ARG...]", "setshell": "NAME COMMAND [ARG...]"}[name], "\\%s needs a command", name)
+		}
+		c.Kind, c.Args = CmdShell, args
+		if name == "setshell" {
+			if !validName(args[0]) {
+				return p.errf(line, 0, "a variable name is letters, digits and underscores", "invalid variable name %q", args[0])
+			}
+			c.Kind, c.Var, c.Args = CmdSetShell, p.scope.Slot(args[0]), args[1:]
+		}
+	case "startpipeline", "syncpipeline", "endpipeline":
+		if rest != "" {
+			return p.errf(line, 0, "remove what follows it", "\\%s takes no argument, got %q", name, rest)
+		}
+		c.Kind = map[string]CmdKind{"startpipeline": CmdStartPipeline, "syncpipeline": CmdSyncPipeline, "endpipeline": CmdEndPipeline}[name]
+	case "gset", "aset":
+		return p.errf(line, 0, "put \\"+name+" right after the SQL statement whose result it stores (on its last line)", "\\%s without a SQL statement before it", name)
+	case "":
+		return p.errf(line, 1, "a meta-command is a backslash and its name, e.g. \\set", "empty meta-command")
+	default:
+		return p.errf(line, 1, "the meta-commands are \\set, \\sleep, \\if, \\elif, \\else, \\endif, \\gset, \\aset, \\shell, \\setshell, \\startpipeline, \\syncpipeline and \\endpipeline",
+			"unknown meta-command \\%s", name)
+	}
+	p.s.Commands = append(p.s.Commands, c)
+	return nil
+}
+
+// exprErr places an expression's syntax error in the line.
+func (p *scriptParser) exprErr(line int, rest, exprText string, err error) error {
+	col := 0
+	if se, ok := err.(*SyntaxError); ok {
+		// Column in the file's line: where the expression starts in the
+		// meta-command (approximate for continued lines).
+		if k := strings.Index(p.lineText(line), exprText); k >= 0 {
+			col = k + se.Col
+		}
+	}
+	return p.errf(line, col, "see the expression syntax in pgbench's documentation (docs/scripts.md)", "%v in %q", err, exprText)
+}
+
+func (p *scriptParser) lineText(n int) string {
+	lines := strings.Split(p.src, "\n")
+	if n-1 < len(lines) {
+		return lines[n-1]
+	}
+	return ""
+}
+
+// link checks that \if ... \endif blocks nest and do not cross pipeline
+// bounds, and sets where each branch goes when not taken.
+func (p *scriptParser) link() error {
+	cmds := p.s.Commands
+	type open struct{ at, last int } // the \if, the last branch
+	var stack []open
+	pipe := -1
+	for i := range cmds {
+		c := &cmds[i]
+		switch c.Kind {
+		case CmdIf:
+			stack = append(stack, open{i, i})
+		case CmdElif, CmdElse:
+			if len(stack) == 0 {
+				return p.errf(c.Line, 0, "add the \\if it belongs to", "%s without a matching \\if", c.Text)
+			}
+			top := &stack[len(stack)-1]
+			if cmds[top.last].Kind == CmdElse {
+				return p.errf(c.Line, 0, "\\else must be the last branch of its \\if", "%s after \\else", c.Text)
+			}
+			cmds[top.last].Next = i
+			top.last = i
+		case CmdEndif:
+			if len(stack) == 0 {
+				return p.errf(c.Line, 0, "remove it or add the \\if it closes", "\\endif without a matching \\if")
+			}
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			cmds[top.last].Next = i
+			for j := top.at; j <= i; j++ {
+				if (cmds[j].Kind == CmdElif || cmds[j].Kind == CmdElse) && cmds[j].End == 0 && j > top.at {
+					cmds[j].End = i
+				}
+			}
+		case CmdStartPipeline:
+			if pipe >= 0 {
+				return p.errf(c.Line, 0, "end the first pipeline with \\endpipeline", "\\startpipeline inside a pipeline")
+			}
+			pipe = i
+		case CmdSyncPipeline, CmdEndPipeline:
+			if pipe < 0 {
+				return p.errf(c.Line, 0, "start it with \\startpipeline", "%s outside a pipeline", c.Text)
+			}
+			if c.Kind == CmdEndPipeline {
+				pipe = -1
+			}
+		case CmdSleep, CmdShell, CmdSetShell:
+			if pipe >= 0 {
+				return p.errf(c.Line, 0, "move it out of the pipeline", "%s inside a pipeline", c.Text)
+			}
+		case CmdSQL:
+			if pipe >= 0 && c.Store == StoreGset {
+				// Allowed by pgbench too: the rows arrive at \endpipeline.
+				continue
+			}
+		}
+	}
+	if len(stack) > 0 {
+		c := cmds[stack[len(stack)-1].at]
+		return p.errf(c.Line, 0, "close it with \\endif", "%s without \\endif", c.Text)
+	}
+	if pipe >= 0 {
+		return p.errf(cmds[pipe].Line, 0, "close it with \\endpipeline", "\\startpipeline without \\endpipeline")
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package script
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func mustParse(t *testing.T, text string) (*Script, *Scope) {
+	t.Helper()
+	sc := NewScope()
+	s, err := Parse("t.sql", text, sc, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, sc
+}
+
+// TestBuiltinScriptsParse: pgbench's three built-in transactions, written
+// as files (examples/scripts), parse into their \set commands and
+// statements with the variables as parameters.
+func TestBuiltinScriptsParse(t *testing.T) {
+	want := map[string]struct{ sets, sqls int }{"tpcb-like.sql": {4, 7}, "simple-update.sql": {4, 5}, "select-only.sql": {1, 1}}
+	for name, w := range want {
+		text, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "scripts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := NewScope()
+		s, err := Parse(name, string(text), sc, ParseOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var sets, sqls int
+		for _, c := range s.Commands {
+			switch c.Kind {
+			case CmdSet:
+				sets++
+			case CmdSQL:
+				sqls++
+				if strings.Contains(c.SQL, ":") {
+					t.Errorf("%s line %d: a variable left in %q", name, c.Line, c.SQL)
+				}
+			}
+		}
+		if sets != w.sets || sqls != w.sqls {
+			t.Errorf("%s: %d \\set and %d statements, want %d and %d", name, sets, sqls, w.sets, w.sqls)
+		}
+	}
+	s, sc := mustParse(t, "\\set aid random(1, 10)\n\\set delta 5\nUPDATE a SET x = x + :delta WHERE aid = :aid AND :delta > 0;\n")
+	c := s.Commands[2]
+	if c.SQL != "UPDATE a SET x = x + $1 WHERE aid = $2 AND $1 > 0;" || len(c.Params) != 2 ||
+		sc.Name(c.Params[0]) != "delta" || sc.Name(c.Params[1]) != "aid" || c.Line != 3 {
+		t.Errorf("statement %+v", c)
+	}
+}
+
+// TestSQLLexing: statements end at a semicolon outside quotes, dollar
+// quotes and comments; they span lines; \; joins statements; casts and
+// quoted colons stay.
+func TestSQLLexing(t *testing.T) {
+	s, _ := mustParse(t, `SELECT 'a;b:c', "x;y", $$ ; :z $$, $f$;$f$ -- ; :w
+  , 1::int /* ; :v /* nested */ */ ;
+BEGIN \; SELECT :k;
+SELECT :k \gset p_
+SELECT 1, 2 \aset
+\set n :p_k + 1
+SELECT 1`)
+	if len(s.Commands) != 6 {
+		t.Fatalf("%d commands, want 6: %+v", len(s.Commands), s.Commands)
+	}
+	if c := s.Commands[0]; len(c.Params) != 0 || !strings.Contains(c.SQL, "'a;b:c'") || !strings.Contains(c.SQL, "1::int") || c.Line != 1 {
+		t.Errorf("first statement: %q params %v line %d", c.SQL, c.Params, c.Line)
+	}
+	if c := s.Commands[1]; c.SQL != "BEGIN ; SELECT $1;" || c.Line != 3 {
+		t.Errorf("compound statement %q line %d", c.SQL, c.Line)
+	}
+	if c := s.Commands[2]; c.Store != StoreGset || c.Prefix != "p_" || c.SQL != "SELECT $1" || c.Line != 4 {
+		t.Errorf("gset statement %+v", c)
+	}
+	if c := s.Commands[3]; c.Store != StoreAset || c.Prefix != "" {
+		t.Errorf("aset statement %+v", c)
+	}
+	if c := s.Commands[5]; c.SQL != "SELECT 1" || c.Line != 7 {
+		t.Errorf("last statement, no semicolon: %+v", c)
+	}
+}
+
+// TestMetaCommands: \sleep, \if chains, continued lines, pipelines.
+func TestMetaCommands(t *testing.T) {
+	s, sc := mustParse(t, `\set x 1 + \
+   2
+\sleep 10 ms
+\sleep :x
+\if :x = 3
+SELECT 1;
+\elif :x = 4
+SELECT 2;
+\else
+SELECT 3;
+\endif
+\startpipeline
+SELECT 4;
+\syncpipeline
+SELECT 5;
+\endpipeline
+`)
+	k := func(i int) *Command { return &s.Commands[i] }
+	if k(0).Kind != CmdSet || k(0).Expr.String() != "1 +     2" && !strings.HasPrefix(k(0).Expr.String(), "1 +") {
+		t.Errorf("continued \\set: %q", k(0).Expr)
+	}
+	if k(1).Kind != CmdSleep || k(1).SleepConst != 10 || k(1).SleepUnit != 1000 || k(1).Line != 3 {
+		t.Errorf("\\sleep 10 ms: %+v", *k(1))
+	}
+	if k(2).SleepVar != sc.Slot("x") || k(2).SleepUnit != 1_000_000 {
+		t.Errorf("\\sleep :x: %+v", *k(2))
+	}
+	// if(3) SQL(4) elif(5) SQL(6) else(7) SQL(8) endif(9)
+	if k(3).Next != 5 || k(5).Next != 7 || k(7).Next != 9 || k(5).End != 9 || k(7).End != 9 {
+		t.Errorf("branches: if->%d elif->%d/%d else->%d/%d", k(3).Next, k(5).Next, k(5).End, k(7).Next, k(7).End)
+	}
+	if k(10).Kind != CmdStartPipeline || k(12).Kind != CmdSyncPipeline || k(14).Kind != CmdEndPipeline {
+		t.Errorf("pipeline commands %v %v %v", k(10).Kind, k(12).Kind, k(14).Kind)
+	}
+}
+
+// TestParseErrors: each names the file, line and column where it can, and
+// says what to do.
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		line int
+		col  int
+		want string
+	}{
+		{"SELECT 1;\n\\set x 1 +", 2, 11, "unexpected end"},
+		{"\n\n\\set x random(1)", 3, 8, "wrong number of arguments"},
+		{"\\set 1x 5", 1, 0, "invalid variable name"},
+		{"\\set x", 1, 0, "needs a variable name and an expression"},
+		{"\\sleep 1 h", 1, 0, "unknown \\sleep unit"},
+		{"\\sleep x", 1, 0, "invalid \\sleep duration"},
+		{"\\frobnicate", 1, 1, "unknown meta-command \\frobnicate"},
+		{"\\shell echo hi", 1, 0, "refused without --allow-shell"},
+		{"\\setshell x echo 1", 1, 0, "refused without --allow-shell"},
+		{"\\if 1\nSELECT 1;", 1, 0, "without \\endif"},
+		{"\\else\n", 1, 0, "without a matching \\if"},
+		{"\\endif\n", 1, 0, "without a matching \\if"},
+		{"\\if 1\n\\else\n\\elif 2\n\\endif", 3, 0, "after \\else"},
+		{"\\startpipeline\nSELECT 1;", 1, 0, "without \\endpipeline"},
+		{"\\endpipeline", 1, 0, "outside a pipeline"},
+		{"\\startpipeline\n\\sleep 1\n\\endpipeline", 2, 0, "inside a pipeline"},
+		{"SELECT 'abc;\n", 2, 0, "unterminated quoted string"},
+		{"SELECT $x$ abc", 1, 0, "unterminated dollar-quoted"},
+		{"SELECT /* abc", 1, 0, "unterminated comment"},
+		{"\\gset", 1, 0, "without a SQL statement"},
+		{"SELECT 1 \\gset a b", 1, 0, "one optional prefix"},
+		{"-- only a comment\n", 1, 0, "no command"},
+	} {
+		_, err := Parse("my.sql", c.text, NewScope(), ParseOptions{})
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.File != "my.sql" || pe.Line != c.line || pe.Col != c.col || !strings.Contains(pe.Msg, c.want) || pe.Hint == "" {
+			t.Errorf("%q: %v (line %d col %d), want %q at line %d col %d with a hint", c.text, err, lineOf(err), colOfP(err), c.want, c.line, c.col)
+		}
+	}
+	// With --allow-shell, \shell and \setshell parse.
+	s, err := Parse("my.sql", "\\setshell x echo 1\n\\shell true", NewScope(), ParseOptions{AllowShell: true})
+	if err != nil || s.Commands[0].Kind != CmdSetShell || len(s.Commands[0].Args) != 2 || s.Commands[1].Kind != CmdShell {
+		t.Errorf("shell commands with AllowShell: %v %+v", err, s)
+	}
+}
+
+func lineOf(err error) int {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return pe.Line
+	}
+	return -1
+}
+
+func colOfP(err error) int {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return pe.Col
+	}
+	return -1
+}
