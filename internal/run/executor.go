@@ -453,7 +453,7 @@ loop:
 	}
 	if r.open && r.mux != nil {
 		r.scheduled = r.mux.scheduled.Load()
-		r.schedUnfinished = r.mux.unfinished.Load()
+		r.schedUnfinished = r.mux.queuedMeasured.Load()
 		r.maxDepth = r.mux.maxDepth.Load()
 	}
 	res := r.result(c, unfinished)

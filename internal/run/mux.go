@@ -105,8 +105,9 @@ type muxShared struct {
 	pinned  atomic.Int32   // threads pinned: connections move once all are
 	running atomic.Int32   // threads not finished
 
-	// Open loop: over every thread's schedule.
-	scheduled, unfinished, maxDepth atomic.Int64
+	// Open loop, over every thread's schedule: measured starts drawn,
+	// measured starts in the queues, the deepest the queues were.
+	scheduled, queuedMeasured, maxDepth atomic.Int64
 }
 
 // muxStart starts the multiplexed threads. With Config.FollowServer, and

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,11 @@ type fakeMuxWorker struct {
 	shared  bool
 	refuse  bool
 	pending atomic.Bool
+	// begins counts Begin calls; the first failFirst end at once with a
+	// connection error (a reconnect that failed), at the times noted.
+	begins    int
+	failFirst int
+	failedAt  []time.Time
 }
 
 func (f *fakeMuxWorker) Multiplex(on bool) bool {
@@ -42,9 +48,15 @@ func (f *fakeMuxWorker) Begin(ctx context.Context) (stp.Outcome, bool, error) {
 	if !f.shared {
 		panic("Begin on a worker that was not switched to multiplexing")
 	}
-	if !f.pending.CompareAndSwap(false, true) {
+	if f.pending.Load() {
 		panic("Begin with a step pending")
 	}
+	f.begins++
+	if f.begins <= f.failFirst {
+		f.failedAt = append(f.failedAt, time.Now())
+		return stp.Outcome{Op: "op", Class: stp.ClassConnError, Err: errors.New("connection refused")}, false, nil
+	}
+	f.pending.Store(true)
 	go func() {
 		f.o, f.err = f.fakeWorker.Step(ctx)
 		_, _ = f.w.Write([]byte{1})

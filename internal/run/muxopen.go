@@ -42,77 +42,73 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 	next := sch.Next()
 	exhausted := next >= r.meOff
 	var due fifo
-	var scheduled, unfinished int64
-	defer func() {
-		// Starts left when every worker of the thread is gone (closed at
-		// the drain deadline, or failed).
+	// Measured starts still in the queue when the thread stops taking
+	// them (a halt, or every worker gone) stay counted in sh.queued: the
+	// run counts them as unfinished, even if it could not wait for this
+	// thread to end.
+	drop := func() {
 		r.qPending.Add(-int64(due.len()))
 		for due.len() > 0 {
-			if due.pop() >= r.msOff {
-				unfinished++
-			}
+			due.pop()
 		}
-		sh.scheduled.Add(scheduled)
-		sh.unfinished.Add(unfinished)
-	}()
-	halted := false
+	}
+	defer drop()
+	yielder, _ := th.(step.Yielder)
 	poller := newPoller(len(owned))
 	for len(owned) > 0 {
 		if th != nil {
 			th.Tick()
 		}
 		now := r.since()
-		if !halted && r.isHalted() {
+		if !exhausted && r.isHalted() {
 			// Interrupted, failed or past the drain deadline: nothing
 			// more starts; the steps in flight finish.
-			halted, exhausted = true, true
-			n := int64(due.len())
-			for due.len() > 0 {
-				if due.pop() >= r.msOff {
-					unfinished++
-				}
-			}
-			r.qPending.Add(-n)
+			exhausted = true
+			drop()
 		}
 		if !exhausted && next <= now {
-			n := int64(due.len())
+			n, measured := int64(due.len()), int64(0)
 			for !exhausted && next <= now {
 				due.push(next)
 				if next >= r.msOff {
-					scheduled++
+					measured++
 				}
 				next = sch.Next()
 				exhausted = next >= r.meOff
 			}
+			sh.scheduled.Add(measured)
+			sh.queuedMeasured.Add(measured)
 			sh.queued(r, int64(due.len())-n)
 		}
-		// Start the due intended starts on the free workers.
-		free := false
+		// Start the due intended starts on the free workers. free: a
+		// worker waits for the next intended start; ready: one could
+		// start a due one now (its step ended at once).
+		free, ready := false, false
 		var wake time.Duration
 		for _, i := range owned {
 			sl := &slots[i]
 			if sl.gone || sl.pending {
 				continue
 			}
-			if due.len() == 0 {
-				if exhausted {
-					r.muxExit(sh, sl)
-					continue
-				}
-				free = true
+			if due.len() == 0 && exhausted {
+				r.muxExit(sh, sl)
 				continue
 			}
-			if now < sl.nbOff {
+			if due.len() > 0 && now >= sl.nbOff {
+				r.muxStartOpen(sh, sl, &due)
+				if sl.gone || sl.pending {
+					continue
+				}
+			}
+			if sl.nbOff > now {
 				// Backing off after a connection error.
 				if wake == 0 || sl.nbOff < wake {
 					wake = sl.nbOff
 				}
 				continue
 			}
-			r.muxStartOpen(sh, sl, &due)
-			if !sl.pending && !sl.gone && due.len() == 0 && !exhausted {
-				free = true
-			}
+			free = true
+			ready = ready || due.len() > 0
 		}
 		owned = compactOwned(slots, owned)
 		if len(owned) == 0 {
@@ -121,10 +117,16 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 		// Wait for a reply, or for the next intended start if a worker
 		// is free to take it. Replies come within milliseconds and the
 		// starts are precise: the thread keeps its P (pollRaw), for at
-		// most muxOpenWaitMax a wait. Idle until a start further away
-		// than muxIdleRaw (low rates), it waits as an ordinary system
-		// call, its P free for others.
+		// most muxOpenWaitMax a wait and never past the thread's next
+		// yield (the runtime preempts a goroutine that has not been
+		// through its scheduler for 10 ms, at the cost the raw wait
+		// avoids). Idle until a start further away than muxIdleRaw (low
+		// rates), it waits as an ordinary system call, its P free for
+		// others.
 		timeout := muxPollMax
+		if ready {
+			timeout = 0
+		}
 		if free && !exhausted {
 			timeout = min(timeout, next-r.since())
 		}
@@ -134,6 +136,9 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 		mode := pollFine
 		if timeout <= muxIdleRaw || muxInFlight(slots, owned) {
 			mode, timeout = pollRaw, min(timeout, muxOpenWaitMax)
+			if yielder != nil {
+				timeout = min(timeout, time.Until(yielder.NextYield()))
+			}
 		}
 		r.muxContinue(slots, r.muxReady(poller, slots, owned, timeout, mode), func(sl *muxSlot, o step.Outcome, err error) {
 			r.muxDoneOpen(sh, sl, o, err)
@@ -147,9 +152,12 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 // the queue). A step that ends at once (no connection) is recorded, and
 // the slot is free again.
 func (r *runner) muxStartOpen(sh *muxShared, sl *muxSlot, due *fifo) {
-	for due.len() > 0 {
+	for due.len() > 0 && !r.isHalted() {
 		tk := due.pop()
 		r.qPending.Add(-1)
+		if tk >= r.msOff {
+			sh.queuedMeasured.Add(-1)
+		}
 		now := r.since()
 		st, run := r.beginOpen(sl.ws, tk, now, sl.freeAt)
 		if !run {

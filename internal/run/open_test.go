@@ -86,9 +86,9 @@ func accounted(t *testing.T, res *Result) {
 	}
 }
 
-// The open-loop tests run in synctest bubbles (the open loop has no
-// multiplexed form: every worker is a goroutine waiting on timers and
-// channels), so the fake steps and the seeded schedule play out on a fake
+// These open-loop tests run in synctest bubbles (a goroutine per worker,
+// waiting on timers and channels; the multiplexed open loop's tests are in
+// muxopen_test.go, on the real clock), so the fake steps and the seeded schedule play out on a fake
 // clock that a loaded machine cannot stretch; what the schedule implies is
 // computed from the same seeded schedule.
 

@@ -122,6 +122,14 @@ type Thread interface {
 	Stop()
 }
 
+// Yielder is a Thread that gives its goroutine's OS thread back to the
+// runtime now and then (in Tick); NextYield is when Tick will next do so.
+// A driver that keeps the runtime's processor while it waits (a raw
+// system call) waits no longer than that.
+type Yielder interface {
+	NextYield() time.Time
+}
+
 // PinnedThread is a Thread that can keep its goroutine on one CPU. Pin is
 // called on the goroutine before its first Tick; it reports false if the
 // thread cannot be pinned there (nothing is changed then). Stop restores

@@ -94,6 +94,9 @@ func (t *Thread) unpinThread() {
 	}
 }
 
+// NextYield is when Tick will next yield (step.Yielder).
+func (t *Thread) NextYield() time.Time { return t.lastYield.Add(yieldEvery) }
+
 // Tick is called before each transaction, on the worker's goroutine.
 func (t *Thread) Tick() {
 	if !t.started {
