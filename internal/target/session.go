@@ -22,6 +22,9 @@ const (
 	Numeric                        // exact decimal, set as text ("1234.05")
 	Text                           // text
 	Int4Array                      // one-dimensional array of 32-bit integers
+	// Unknown is text whose type the server infers from the statement,
+	// as pgbench sends a script's variables.
+	Unknown
 )
 
 // Stmt is a statement prepared on every connection of a session.
@@ -43,9 +46,12 @@ type SessionSpec struct {
 	// Setup runs once on every connection, before the statements are
 	// prepared (e.g. the session's default isolation level).
 	Setup []string
-	// Results: the worker reads Rows and Int (otherwise a session need
-	// not record them).
+	// Results: the worker reads Rows, Int and Row (otherwise a session
+	// need not record them).
 	Results bool
+	// TextResults: the statements' results come as text (Row), not in
+	// binary (Int).
+	TextResults bool
 }
 
 // MaxQueued bounds the statements of one round trip.
@@ -87,6 +93,12 @@ type Session interface {
 	// a 32-bit integer (else 0); with SessionSpec.Results only.
 	Rows(k int) int
 	Int(k, col int) int32
+	// Row is the first row of the round trip's k-th statement, a value
+	// per column (nil: NULL), valid until the next round trip; with
+	// SessionSpec.Results only. Columns are statement i's result column
+	// names.
+	Row(k int) [][]byte
+	Columns(i int) []string
 	// InTx reports whether the connection is inside a transaction (one
 	// left open by a failed round trip must be rolled back).
 	InTx() bool

@@ -34,6 +34,8 @@ type Replies struct {
 	buf        []byte
 	start, end int  // unread bytes are buf[start:end]
 	tx         byte // the transaction status of the last ReadyForQuery
+	// KeepRow: Collect keeps each statement's first row (Result.Row).
+	KeepRow bool
 }
 
 // repliesBuf is the initial buffer: a round trip's replies in one read.
@@ -69,12 +71,15 @@ func (r *Replies) TxStatus() byte {
 	return r.tx
 }
 
-// Result is one statement's result in a round trip: its rows, and the
-// first row's first two columns when they are 4-byte values (int4 in
-// binary format; else 0).
+// Result is one statement's result in a round trip: its rows, the first
+// row's first two columns when they are 4-byte values (int4 in binary
+// format; else 0), and with Replies.KeepRow the first row as it came (a
+// DataRow body: see RowValues), in a buffer the Result keeps from one
+// round trip to the next.
 type Result struct {
 	Rows int
 	V    [2]int32
+	Row  []byte
 }
 
 // UntilReady reads pc's replies up to and including ReadyForQuery. It
@@ -88,7 +93,7 @@ func (r *Replies) UntilReady(pc *pgconn.PgConn) error { return r.Collect(pc, nil
 // len(res) are not recorded). The entries are reset first.
 func (r *Replies) Collect(pc *pgconn.PgConn, res []Result) error {
 	for i := range res {
-		res[i] = Result{}
+		res[i] = Result{Row: res[i].Row[:0]}
 	}
 	k := 0 // the statement whose replies are being read
 	c := pc.Conn()
@@ -132,6 +137,9 @@ func (r *Replies) Collect(pc *pgconn.PgConn, res []Result) error {
 				res[k].Rows++
 				if res[k].Rows == 1 {
 					firstInts(body, &res[k].V)
+					if r.KeepRow {
+						res[k].Row = append(res[k].Row, body...)
+					}
 				}
 			}
 		case 'C', 'I': // CommandComplete, EmptyQueryResponse: the statement ended
@@ -150,6 +158,33 @@ func (r *Replies) Collect(pc *pgconn.PgConn, res []Result) error {
 			return fmt.Errorf("%w: type %q", ErrProtocol, typ)
 		}
 	}
+}
+
+// RowValues splits a DataRow body into its column values (nil for a
+// NULL), appended to vs; the values point into body.
+func RowValues(body []byte, vs [][]byte) [][]byte {
+	if len(body) < 2 {
+		return vs
+	}
+	n := int(binary.BigEndian.Uint16(body))
+	p := 2
+	for col := 0; col < n; col++ {
+		if len(body) < p+4 {
+			return vs
+		}
+		l := int(int32(binary.BigEndian.Uint32(body[p:])))
+		p += 4
+		if l < 0 {
+			vs = append(vs, nil)
+			continue
+		}
+		if len(body) < p+l {
+			return vs
+		}
+		vs = append(vs, body[p:p+l:p+l])
+		p += l
+	}
+	return vs
 }
 
 // firstInts reads the first two columns of a DataRow body into v when

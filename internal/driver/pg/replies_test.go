@@ -237,9 +237,9 @@ func dataRow(cols ...[]byte) []byte {
 
 func int4(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
 
-// Collect records each statement's rows and its first row's first two
-// int4 columns (NULLs and other widths read as 0), and the transaction
-// status of ReadyForQuery.
+// Collect records each statement's rows, its first row's first two int4
+// columns (NULLs and other widths read as 0) and, with KeepRow, its first
+// row, and the transaction status of ReadyForQuery.
 func TestRepliesCollect(t *testing.T) {
 	stream := join(
 		msg('2', nil), msg('n', nil), msg('C', []byte("BEGIN\x00")), // BEGIN: no rows
@@ -259,8 +259,10 @@ func TestRepliesCollect(t *testing.T) {
 	go func() { _, _ = peer.Write(stream) }()
 	var r Replies
 	r.Reset()
+	r.KeepRow = true
 	res := make([]Result, 3)
 	res[0].Rows = 99 // stale: reset by Collect
+	res[0].Row = []byte{1, 2, 3}
 	var got error
 	within(t, 5*time.Second, "Collect", func() { got = r.Collect(pc, res) })
 	if got != nil {
@@ -268,9 +270,19 @@ func TestRepliesCollect(t *testing.T) {
 	}
 	want := []Result{{Rows: 0}, {Rows: 2, V: [2]int32{7, -3}}, {Rows: 1, V: [2]int32{0, 0}}}
 	for i := range want {
-		if res[i] != want[i] {
+		if res[i].Rows != want[i].Rows || res[i].V != want[i].V {
 			t.Errorf("statement %d: %+v, want %+v", i, res[i], want[i])
 		}
+	}
+	// The first row of each statement as it came (KeepRow).
+	if len(res[0].Row) != 0 {
+		t.Errorf("statement 0 has no row, kept % x", res[0].Row)
+	}
+	if vs := RowValues(res[1].Row, nil); len(vs) != 3 || string(vs[0]) != "\x00\x00\x00\x07" || string(vs[1]) != "\xff\xff\xff\xfd" || string(vs[2]) != "text" {
+		t.Errorf("statement 1's first row: %q", vs)
+	}
+	if vs := RowValues(res[2].Row, nil); len(vs) != 3 || vs[0] != nil || string(vs[1]) != "12345678" {
+		t.Errorf("statement 2's first row (a NULL first): %q", vs)
 	}
 	if r.TxStatus() != 'T' {
 		t.Errorf("transaction status %q, want T", r.TxStatus())

@@ -30,8 +30,8 @@ import (
 
 // Type OIDs and wire formats (1 binary, 0 text) of the slot types.
 var (
-	slotOID    = [...]uint32{target.Int4: 23, target.Int8: 20, target.Numeric: 1700, target.Text: 25, target.Int4Array: 1007}
-	slotFormat = [...]int16{target.Int4: 1, target.Int8: 1, target.Numeric: 0, target.Text: 0, target.Int4Array: 1}
+	slotOID    = [...]uint32{target.Int4: 23, target.Int8: 20, target.Numeric: 1700, target.Text: 25, target.Int4Array: 1007, target.Unknown: 0}
+	slotFormat = [...]int16{target.Int4: 1, target.Int8: 1, target.Numeric: 0, target.Text: 0, target.Int4Array: 1, target.Unknown: 0}
 )
 
 // Connector opens a connection for a session.
@@ -75,6 +75,8 @@ type session struct {
 	rollbackQ pgproto3.Query
 	replies   pgdrv.Replies
 	res       [target.MaxQueued]pgdrv.Result
+	row       [][]byte   // Row's columns
+	columns   [][]string // per statement, its result columns (from Prepare)
 	queued    int
 }
 
@@ -86,6 +88,11 @@ func (t *Target) NewSession(ctx context.Context, spec *target.SessionSpec) (targ
 
 func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec) (*session, error) {
 	s := &session{connect: connect, spec: spec, types: spec.Slots, resultFmt: []int16{1}}
+	if spec.TextResults {
+		s.resultFmt = []int16{0}
+		s.replies.KeepRow = true
+	}
+	s.columns = make([][]string, len(spec.Stmts))
 	s.rollbackQ = pgproto3.Query{String: "ROLLBACK"}
 	s.slots = make([][]byte, len(spec.Slots))
 	s.bufs = make([][]byte, len(spec.Slots))
@@ -149,14 +156,19 @@ func (s *session) reconnect(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	for _, st := range s.spec.Stmts {
+	for i, st := range s.spec.Stmts {
 		oids := make([]uint32, len(st.Params))
 		for j, p := range st.Params {
 			oids[j] = slotOID[s.spec.Slots[p]]
 		}
-		if _, err := conn.PgConn().Prepare(ctx, st.Name, st.SQL, oids); err != nil {
+		d, err := conn.PgConn().Prepare(ctx, st.Name, st.SQL, oids)
+		if err != nil {
 			_ = conn.Close(context.Background())
 			return fmt.Errorf("prepare %s: %w", st.Name, err)
+		}
+		s.columns[i] = s.columns[i][:0]
+		for _, f := range d.Fields {
+			s.columns[i] = append(s.columns[i], f.Name)
 		}
 	}
 	// From here on the session reads the connection itself (Replies):
@@ -273,6 +285,13 @@ func (s *session) Receive() error {
 
 func (s *session) Rows(k int) int       { return s.res[k].Rows }
 func (s *session) Int(k, col int) int32 { return s.res[k].V[col] }
+
+func (s *session) Row(k int) [][]byte {
+	s.row = pgdrv.RowValues(s.res[k].Row, s.row[:0])
+	return s.row
+}
+
+func (s *session) Columns(i int) []string { return s.columns[i] }
 
 // InTx reports the transaction status of the last ReadyForQuery.
 func (s *session) InTx() bool { return s.Conn != nil && s.replies.TxStatus() != 'I' }

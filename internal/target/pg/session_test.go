@@ -1,9 +1,13 @@
 package pg
 
 import (
+	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tunebench/tunebench/internal/target"
+	"github.com/tunebench/tunebench/internal/testutil"
 )
 
 // TestSlotEncoding: integers go in binary, in place (a statement keeps its
@@ -70,5 +74,43 @@ func TestNullInIntegerSlot(t *testing.T) {
 	s.fill(0)
 	if string(s.args[0][0]) != "\x00\x00\x00\x09" {
 		t.Errorf("int after a NULL: % x", s.args[0][0])
+	}
+}
+
+// TestTextResultsAndUnknownParams: a session of a script's kind sends
+// its parameters as text of a type the server infers, and keeps each
+// statement's first row as text with the result column names.
+func TestTextResultsAndUnknownParams(t *testing.T) {
+	srv := testutil.StartServer(t)
+	ctx := context.Background()
+	spec := &target.SessionSpec{Slots: []target.ParamType{target.Unknown, target.Unknown}, Results: true, TextResults: true,
+		Stmts: []target.Stmt{
+			{Name: "q", SQL: "SELECT $1 + 1 AS a, upper($2) AS b, NULL::int AS c", Params: []int{0, 1}},
+			{Name: "n", SQL: "SELECT 1 AS one WHERE false"},
+		}}
+	sess, err := Sessions{Connect: func(ctx context.Context) (*pgx.Conn, error) { return srv.Connect(ctx) }}.NewSession(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	sess.SetText(0, []byte("41"))
+	sess.SetText(1, []byte("xy"))
+	sess.Queue(0)
+	sess.Queue(1)
+	if err := sess.Send(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Receive(); err != nil {
+		t.Fatal(err)
+	}
+	row := sess.Row(0)
+	if sess.Rows(0) != 1 || len(row) != 3 || string(row[0]) != "42" || string(row[1]) != "XY" || row[2] != nil {
+		t.Errorf("rows %d, first row %q", sess.Rows(0), row)
+	}
+	if cols := sess.Columns(0); len(cols) != 3 || cols[0] != "a" || cols[1] != "b" || cols[2] != "c" {
+		t.Errorf("columns %q", cols)
+	}
+	if sess.Rows(1) != 0 || len(sess.Row(1)) != 0 || len(sess.Columns(1)) != 1 {
+		t.Errorf("empty result: rows %d row %q columns %q", sess.Rows(1), sess.Row(1), sess.Columns(1))
 	}
 }
