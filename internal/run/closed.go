@@ -75,37 +75,52 @@ const (
 // it hands the worker's state back, and records the outcome and its
 // latency in the worker's recorder.
 func (r *runner) endStep(ws *workerState, st int32, start, end time.Time, o *step.Outcome, err error) stepEnd {
-	if !ws.state.CompareAndSwap(st, stIdle) {
-		return stepAbandoned
+	lat := end.Sub(start)
+	ph, e := r.settle(ws, st, o, err, lat)
+	if e != stepRecorded {
+		return e
 	}
+	if st == stStepMeasure {
+		ws.done++
+		ws.lastEnd = end.Sub(r.base)
+	}
+	ws.rec.Record(ph, o.Op, o.Class, lat)
+	r.afterOutcome(ws, o, end.Sub(r.base))
+	return stepRecorded
+}
+
+// settle ends a step that ran in state st, for both loops: it hands the
+// worker's state back (stepAbandoned if the collector abandoned the step
+// meanwhile), fails the run on a step error (stepFailed), and counts what
+// a measured step counts: late (latency over the limit), its error's
+// SQLSTATE, its retries. It returns the step's phase.
+func (r *runner) settle(ws *workerState, st int32, o *step.Outcome, err error, latency time.Duration) (metrics.Phase, stepEnd) {
+	if !ws.state.CompareAndSwap(st, stIdle) {
+		return 0, stepAbandoned // counted as unfinished
+	}
+	measured := st == stStepMeasure
 	if err == nil {
 		err = validClass(o)
 	}
 	if err != nil {
 		ws.stepErrors++
-		if st == stStepMeasure {
+		if measured {
 			ws.unfinished++
 		}
 		r.fail(ws.id, err)
-		return stepFailed
+		return 0, stepFailed
 	}
-	lat := end.Sub(start)
-	ph := metrics.PhaseWarmup
-	if st == stStepMeasure {
-		ph = metrics.PhaseMeasure
-		ws.done++
-		ws.lastEnd = end.Sub(r.base)
-		if limit := r.cfg.LatencyLimit; limit > 0 && lat > limit && o.Class.Completed() {
-			ws.late++
-		}
-		if o.Class.IsError() {
-			ws.countSQLState(o.SQLState)
-		}
-		if o.Attempts > 1 {
-			ws.countRetried(o)
-		}
+	if !measured {
+		return metrics.PhaseWarmup, stepRecorded
 	}
-	ws.rec.Record(ph, o.Op, o.Class, lat)
-	r.afterOutcome(ws, o, end.Sub(r.base))
-	return stepRecorded
+	if limit := r.cfg.LatencyLimit; limit > 0 && latency > limit && o.Class.Completed() {
+		ws.late++
+	}
+	if o.Class.IsError() {
+		ws.countSQLState(o.SQLState)
+	}
+	if o.Attempts > 1 {
+		ws.countRetried(o)
+	}
+	return metrics.PhaseMeasure, stepRecorded
 }

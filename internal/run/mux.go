@@ -170,7 +170,9 @@ func (r *runner) muxStart(groups [][]*workerState) {
 }
 
 // muxLoop is multiplexed thread id, which starts owning the slots owned:
-// closed loop, every idle worker starts its next step, then the goroutine
+// it sets up the thread's discipline, runs the closed loop (muxClosed) or
+// the open loop (muxOpen), and closes the workers it ends with. In the
+// closed loop every idle worker starts its next step, then the goroutine
 // waits in poll(2) until a reply arrives on one of the connections with a
 // step in flight, and continues that step. A step's latency runs from just
 // before its Begin to just after the Continue that ends it, so time a reply

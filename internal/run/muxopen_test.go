@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,5 +231,38 @@ func TestOpenLoopMultiplexedReconnectBackoff(t *testing.T) {
 		if gap := failing.failedAt[i].Sub(failing.failedAt[i-1]); gap < 5*time.Millisecond {
 			t.Errorf("reconnect attempts %d and %d %v apart: no back-off", i-1, i, gap)
 		}
+	}
+}
+
+// yieldingThread is a step.Yielder that is always due to yield.
+type yieldingThread struct{ ticks atomic.Int64 }
+
+func (y *yieldingThread) Tick()                { y.ticks.Add(1) }
+func (y *yieldingThread) Stop()                {}
+func (y *yieldingThread) NextYield() time.Time { return time.Now() }
+
+// TestRawWaitEndsAtTheYield: a multiplexed open-loop thread waiting for a
+// reply (a raw wait, which keeps the runtime's processor) waits no longer
+// than its thread discipline's next yield, so that the discipline gets to
+// yield (Tick) on time. With the yield always due the thread goes round
+// its loop without waiting; waits of up to muxOpenWaitMax would give some
+// 40 rounds in the 300 ms of 100 ms steps.
+func TestRawWaitEndsAtTheYield(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	ff := &fakeFleet{step: sleepStep(100 * time.Millisecond)}
+	y := &yieldingThread{}
+	cfg := muxOpenConfig(1, 1, 20, 300*time.Millisecond, 9)
+	cfg.forceMux = true
+	cfg.NewThread = func() stp.Thread { return y }
+	res, err := Execute(context.Background(), cfg, ff.muxFactory(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	accounted(t, res)
+	if n := y.ticks.Load(); n < 1000 {
+		t.Errorf("%d rounds of the thread's loop: its raw waits ran past the yield", n)
 	}
 }

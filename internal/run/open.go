@@ -189,35 +189,13 @@ func (r *runner) beginOpen(ws *workerState, tk, now, freeAt time.Duration) (st i
 // multiplexed open loop alike: it hands the worker's state back, and
 // records the outcome with its latency (from tk), service time and lag.
 func (r *runner) endOpen(ws *workerState, st int32, tk, start, end time.Duration, o *step.Outcome, err error) stepEnd {
-	if !ws.state.CompareAndSwap(st, stIdle) {
-		return stepAbandoned // counted as unfinished
-	}
-	measured := st == stStepMeasure
-	if err == nil {
-		err = validClass(o)
-	}
-	if err != nil {
-		ws.stepErrors++
-		if measured {
-			ws.unfinished++
-		}
-		r.fail(ws.id, err)
-		return stepFailed
-	}
 	latency := end - tk
-	ph := metrics.PhaseWarmup
-	if measured {
-		ph = metrics.PhaseMeasure
+	ph, e := r.settle(ws, st, o, err, latency)
+	if e != stepRecorded {
+		return e
+	}
+	if st == stStepMeasure {
 		ws.lastStart = start
-		if limit := r.cfg.LatencyLimit; limit > 0 && latency > limit && o.Class.Completed() {
-			ws.late++
-		}
-		if o.Class.IsError() {
-			ws.countSQLState(o.SQLState)
-		}
-		if o.Attempts > 1 {
-			ws.countRetried(o)
-		}
 	}
 	ws.rec.RecordOpen(ph, o.Op, o.Class, latency, end-start, start-tk)
 	r.afterOutcome(ws, o, end)

@@ -96,8 +96,13 @@ func (p *poller) wait(timeout time.Duration) []int {
 func (p *poller) waitFine(timeout time.Duration, raw bool) []int {
 	p.ready = p.ready[:0]
 	ts := unix.NsecToTimespec(int64(max(timeout, 0)))
-	runtime.LockOSThread()
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	if timeout > 0 {
+		// Only a wait that can time out needs the slack (a look
+		// without waiting does not: one system call fewer).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	}
 	var n int
 	var err error
 	if raw {
@@ -112,7 +117,6 @@ func (p *poller) waitFine(timeout time.Duration, raw bool) []int {
 	} else {
 		n, err = unix.Ppoll(p.fds, &ts, nil)
 	}
-	runtime.UnlockOSThread()
 	if err != nil || n <= 0 {
 		return p.ready // a signal (EINTR) or the timeout
 	}
