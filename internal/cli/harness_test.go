@@ -78,16 +78,29 @@ func (h *harness) spawn(args ...string) *spawned {
 // waitStderr waits until the child's stderr contains s.
 func (sp *spawned) waitStderr(t *testing.T, s string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(sp.stderr.String(), s) {
+	waitText(t, sp.stderr, s, timeout, func() (string, bool) {
 		select {
 		case <-sp.done:
-			t.Fatalf("the child ended before printing %q:\n%s", s, sp.stderr)
-		case <-time.After(20 * time.Millisecond):
+			return sp.stderr.String(), true
+		default:
+			return "", false
+		}
+	})
+}
+
+// waitText waits until buf contains s; ended reports, without blocking,
+// whether what writes buf is over, and what to show then.
+func waitText(t *testing.T, buf *syncBuf, s string, timeout time.Duration, ended func() (string, bool)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(buf.String(), s) {
+		if what, over := ended(); over && !strings.Contains(buf.String(), s) {
+			t.Fatalf("ended before printing %q:\n%s", s, what)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q on the child's stderr after %v:\n%s", s, timeout, sp.stderr)
+			t.Fatalf("no %q on stderr after %v:\n%s", s, timeout, buf.String())
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -196,18 +209,15 @@ func (h *harness) start(sig <-chan os.Signal, args ...string) *running {
 // waitStderr waits until the command's stderr contains s.
 func (rn *running) waitStderr(t *testing.T, s string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(rn.errb.String(), s) {
+	waitText(t, rn.errb, s, timeout, func() (string, bool) {
 		select {
 		case r := <-rn.done:
 			rn.done <- r
-			t.Fatalf("command ended before printing %q:\n%s", s, r)
-		case <-time.After(20 * time.Millisecond):
+			return r.String(), true
+		default:
+			return "", false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q on stderr after %v:\n%s", s, timeout, rn.errb.String())
-		}
-	}
+	})
 }
 
 // wait waits for the command to end.

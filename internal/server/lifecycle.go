@@ -194,24 +194,31 @@ func (s *Server) writeBaseConfig() error {
 		return errs.Wrap(errs.KindEnvironment, err, "", "chown %s", inc)
 	}
 
-	main := filepath.Join(dataDir, "postgresql.conf")
-	content, err := os.ReadFile(main)
-	if err != nil {
-		return errs.Wrap(errs.KindEnvironment, err, "", "reading %s", main)
-	}
 	line := "include_if_exists = '" + confInclude + "'"
-	if !strings.Contains(string(content), line) {
-		f, err := os.OpenFile(main, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return errs.Wrap(errs.KindEnvironment, err, "", "writing %s", main)
-		}
-		_, err = fmt.Fprintf(f, "\n# Added by tunebench: listen address, port and base settings.\n%s\n", line)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return errs.Wrap(errs.KindEnvironment, err, "", "writing %s", main)
-		}
+	return appendOnce(filepath.Join(dataDir, "postgresql.conf"), line,
+		"\n# Added by tunebench: listen address, port and base settings.\n"+line+"\n")
+}
+
+// appendOnce appends text to the file at path unless the file already
+// contains marker.
+func appendOnce(path, marker, text string) error {
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return errs.Wrap(errs.KindEnvironment, err, "", "reading %s", path)
+	}
+	if strings.Contains(string(content), marker) {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return errs.Wrap(errs.KindEnvironment, err, "", "writing %s", path)
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errs.Wrap(errs.KindEnvironment, err, "", "writing %s", path)
 	}
 	return nil
 }
@@ -222,26 +229,7 @@ const hbaSamenet = "host all all samenet scram-sha-256 # tunebench: Options.List
 
 // allowSamenet adds hbaSamenet to pg_hba.conf once.
 func (s *Server) allowSamenet() error {
-	path := filepath.Join(s.DataDir(), "pg_hba.conf")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return errs.Wrap(errs.KindEnvironment, err, "", "reading %s", path)
-	}
-	if strings.Contains(string(b), hbaSamenet) {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return errs.Wrap(errs.KindEnvironment, err, "", "writing %s", path)
-	}
-	_, err = fmt.Fprintf(f, "\n%s\n", hbaSamenet)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return errs.Wrap(errs.KindEnvironment, err, "", "writing %s", path)
-	}
-	return nil
+	return appendOnce(filepath.Join(s.DataDir(), "pg_hba.conf"), hbaSamenet, "\n"+hbaSamenet+"\n")
 }
 
 // socketDir is the unix socket directory: the data dir, or "" (no unix
