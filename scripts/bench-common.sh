@@ -21,3 +21,18 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# start_server OPTION...: starts the managed server in $work/srv with the
+# options (--set name=value ...) and takes its libpq environment; its
+# start-up output is shown if it fails.
+start_server() {
+	echo "== starting a managed server in $work/srv ($*)"
+	"$TB" server start --dir "$work/srv" "$@" >"$work/start.log" 2>&1 || { cat "$work/start.log" >&2; exit 1; }
+	eval "$("$TB" server env --dir "$work/srv")"
+}
+
+# load_tpcb SCALE: loads the tpcb tables at that scale into the server.
+load_tpcb() {
+	echo "== loading scale $1"
+	"$TB" load tpcb --server-dir "$work/srv" --scale "$1" >"$work/load.log" 2>&1 || { cat "$work/load.log" >&2; exit 1; }
+}

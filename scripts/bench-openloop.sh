@@ -38,12 +38,8 @@ BENCH_NAME=bench-openloop
 # shellcheck source=scripts/bench-common.sh
 . "$PWD/scripts/bench-common.sh"
 
-SETTINGS=(--set shared_buffers=1GB --set max_wal_size=4GB)
-echo "== starting a managed server in $work/srv (${SETTINGS[*]})"
-"$TB" server start --dir "$work/srv" "${SETTINGS[@]}" >"$work/start.log" 2>&1 || { cat "$work/start.log" >&2; exit 1; }
-eval "$("$TB" server env --dir "$work/srv")"
-echo "== loading scale $SCALE"
-"$TB" load tpcb --server-dir "$work/srv" --scale "$SCALE" >"$work/load.log" 2>&1 || { cat "$work/load.log" >&2; exit 1; }
+start_server --set shared_buffers=1GB --set max_wal_size=4GB
+load_tpcb "$SCALE"
 
 echo "== machine"
 echo "cores (nproc): $NPROC; $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"

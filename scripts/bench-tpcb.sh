@@ -36,28 +36,16 @@ BENCH_NAME=bench-tpcb
 # shellcheck source=scripts/bench-common.sh
 . "$PWD/scripts/bench-common.sh"
 
-SETTINGS=(--set shared_buffers=1GB --set max_wal_size=4GB)
-echo "== starting a managed server in $work/srv (${SETTINGS[*]})"
-"$TB" server start --dir "$work/srv" "${SETTINGS[@]}" >"$work/start.log" 2>&1 || { cat "$work/start.log" >&2; exit 1; }
-eval "$("$TB" server env --dir "$work/srv")"
-echo "== loading scale $SCALE"
-"$TB" load tpcb --server-dir "$work/srv" --scale "$SCALE" >"$work/load.log" 2>&1 || { cat "$work/load.log" >&2; exit 1; }
+start_server --set shared_buffers=1GB --set max_wal_size=4GB
+load_tpcb "$SCALE"
 
-cat >"$work/tpcb-pipeline.sql" <<'EOF'
-\set aid random(1, 100000 * :scale)
-\set bid random(1, 1 * :scale)
-\set tid random(1, 10 * :scale)
-\set delta random(-5000, 5000)
-\startpipeline
-BEGIN;
-UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
-UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
-INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
-END;
-\endpipeline
-EOF
+# pgbench's tpcb-like transaction (examples/scripts) in one pipeline.
+{
+	grep '^\\set' examples/scripts/tpcb-like.sql
+	echo '\startpipeline'
+	grep -v -e '^--' -e '^\\set' examples/scripts/tpcb-like.sql
+	echo '\endpipeline'
+} >"$work/tpcb-pipeline.sql"
 
 echo "== machine"
 echo "cores (nproc): $NPROC"

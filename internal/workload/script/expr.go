@@ -227,38 +227,26 @@ type funcNode struct {
 	args []node
 }
 
-type andNode struct{ a, b node }
-type orNode struct{ a, b node }
+// logicNode is AND (and) or OR: NULL on either side that gets evaluated
+// gives NULL, and the right side is evaluated only when the left does not
+// decide (false for AND, true for OR).
+type logicNode struct {
+	a, b node
+	and  bool
+}
 type caseNode struct {
 	when, then []node
 	els        node // nil: NULL
 }
 
-func (n andNode) eval(env *Env) (Value, error) {
+func (n logicNode) eval(env *Env) (Value, error) {
 	a, err := n.a.eval(env)
 	if err != nil || a.Kind == KindNull {
 		return Null(), err
 	}
 	ba, err := a.toBool()
-	if err != nil || !ba {
-		return Bool(false), err
-	}
-	b, err := n.b.eval(env)
-	if err != nil || b.Kind == KindNull {
-		return Null(), err
-	}
-	bb, err := b.toBool()
-	return Bool(bb), err
-}
-
-func (n orNode) eval(env *Env) (Value, error) {
-	a, err := n.a.eval(env)
-	if err != nil || a.Kind == KindNull {
-		return Null(), err
-	}
-	ba, err := a.toBool()
-	if err != nil || ba {
-		return Bool(true), err
+	if err != nil || ba != n.and {
+		return Bool(ba), err // false AND ..., true OR ...
 	}
 	b, err := n.b.eval(env)
 	if err != nil || b.Kind == KindNull {
@@ -868,9 +856,9 @@ func (p *exprParser) expr(min int) (node, error) {
 func binaryNode(op string, l, r node) node {
 	switch op {
 	case "or":
-		return orNode{l, r}
+		return logicNode{a: l, b: r}
 	case "and":
-		return andNode{l, r}
+		return logicNode{a: l, b: r, and: true}
 	case ">":
 		return funcNode{f: fnLt, args: []node{r, l}}
 	case ">=":
