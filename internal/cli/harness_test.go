@@ -104,6 +104,18 @@ func waitText(t *testing.T, buf *syncBuf, s string, timeout time.Duration, ended
 	}
 }
 
+// wait waits for the child to end and returns its exit code.
+func (sp *spawned) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-sp.done:
+		return sp.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("the child still runs after %v:\n%s", timeout, sp.stderr)
+	}
+	return -1
+}
+
 // kill ends the child with SIGKILL: nothing of it runs its clean-up.
 func (sp *spawned) kill() {
 	sp.cmd.Process.Kill()
