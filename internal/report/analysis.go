@@ -113,7 +113,7 @@ func analyse(d *dataset, baseline string, resamples int, seed uint64) *analysis 
 		k := rd.Metric + "\x00" + rd.XName
 		g := byKey[k]
 		if g == nil {
-			g = &group{Metric: rd.Metric, XName: rd.XName, Label: d.v.label(rd.Metric), Unit: d.v.unit(rd.Metric)}
+			g = &group{Metric: rd.Metric, XName: rd.XName, Label: d.v.label(rd.Run.Workload, rd.Metric), Unit: d.v.unit(rd.Run.Workload, rd.Metric)}
 			byKey[k] = g
 			groups = append(groups, g)
 		}

@@ -127,7 +127,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 	}
 	for _, m := range metrics {
-		line(a.v.label(m), number(a.Raw, m), number(b.Raw, m), fmtNum)
+		line(a.v.label(a.Run.Workload, m), number(a.Raw, m), number(b.Raw, m), fmtNum)
 	}
 	for _, p := range []string{"avg", "p50", "p90", "p95", "p99", "max"} {
 		line("latency "+p+" ms", number(a.Raw, "latency_ms."+p), number(b.Raw, "latency_ms."+p), fmtMs)
@@ -218,7 +218,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	case a.Metric != b.Metric:
 		fmt.Fprintf(w, "the runs measure different metrics (%s, %s): no comparison across repetitions\n", a.Metric, b.Metric)
 	default:
-		m := a.v.label(a.Metric)
+		m := a.v.label(a.Run.Workload, a.Metric)
 		fmt.Fprintf(w, "across repetitions (%s, median of each configuration):\n", m)
 		fmt.Fprintf(w, "  A: %q at %s %s: %d runs (%s), median %s\n", a.Config, a.XName, fmtX(a.X), len(c.RepsA), idList(ids(c.RepsA)), fmtNum(Median(values(c.RepsA))))
 		fmt.Fprintf(w, "  B: %q at %s %s: %d runs (%s), median %s\n", b.Config, b.XName, fmtX(b.X), len(c.RepsB), idList(ids(c.RepsB)), fmtNum(Median(values(c.RepsB))))

@@ -588,8 +588,12 @@ func (v *views) onDatabase(name string) bool {
 	return ok
 }
 
-// headline finds the workload whose headline is metric m.
-func (v *views) headline(m string) (workload.Headline, bool) {
+// headline is the headline of metric m: workload w's when it is its
+// metric, else that of the first workload (by name) whose it is.
+func (v *views) headline(w, m string) (workload.Headline, bool) {
+	if r, ok := v.workload(w).(workload.Runner); ok && r.Headline().Metric == m {
+		return r.Headline(), true
+	}
 	if v.reg != nil {
 		for _, w := range v.reg.All() {
 			if r, ok := w.(workload.Runner); ok && r.Headline().Metric == m {
@@ -606,9 +610,10 @@ var fieldLabels = map[string][2]string{
 	"tpm": {"TPM", "TPM (transactions per minute)"},
 }
 
-// label is how a throughput field is named in tables and charts.
-func (v *views) label(m string) string {
-	if h, ok := v.headline(m); ok {
+// label is how a throughput field of workload w's runs is named in tables
+// and charts.
+func (v *views) label(w, m string) string {
+	if h, ok := v.headline(w, m); ok {
 		return h.Label
 	}
 	if l, ok := fieldLabels[m]; ok {
@@ -617,9 +622,9 @@ func (v *views) label(m string) string {
 	return m
 }
 
-// unit is the y-axis label of a throughput field.
-func (v *views) unit(m string) string {
-	if h, ok := v.headline(m); ok {
+// unit is the y-axis label of a throughput field of workload w's runs.
+func (v *views) unit(w, m string) string {
+	if h, ok := v.headline(w, m); ok {
 		return h.Unit
 	}
 	if l, ok := fieldLabels[m]; ok {

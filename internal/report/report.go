@@ -445,7 +445,7 @@ func seriesRuns(d *dataset, maxRuns int) ([]*runData, string) {
 func runRowOf(rd *runData) runRow {
 	row := runRow{
 		ID: strconv.FormatInt(rd.Run.ID, 10), Config: rd.Config, Status: rd.statusText(), StatusBad: rd.statusBad(),
-		Metric: rd.v.label(rd.Metric), Value: fmtNum(rd.Value), Counted: rd.Counted, Why: rd.Why,
+		Metric: rd.v.label(rd.Run.Workload, rd.Metric), Value: fmtNum(rd.Value), Counted: rd.Counted, Why: rd.Why,
 		Outages: outageLines(rd, 8),
 	}
 	if rd.Kind != kindDB {
@@ -494,7 +494,7 @@ func experimentView(d *dataset) *expView {
 	}
 	add("Workload", p.Workload)
 	if p.Metric != "" {
-		add("Throughput metric", d.v.unit(p.Metric))
+		add("Throughput metric", d.v.unit(p.Workload, p.Metric))
 	}
 	if p.XAxis != "" {
 		xs := make([]string, len(p.XValues))

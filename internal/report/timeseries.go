@@ -151,7 +151,7 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 	// else the executor's tps.
 	name, label, unit := "tps", "tps", "transactions per second"
 	if rd.Metric != "tps" && len(sm[rd.Metric]) > 0 {
-		name, label, unit = rd.Metric, rd.v.label(rd.Metric), rd.v.unit(rd.Metric)
+		name, label, unit = rd.Metric, rd.v.label(rd.Run.Workload, rd.Metric), rd.v.unit(rd.Run.Workload, rd.Metric)
 	}
 	title := "Throughput per second"
 	if svg, err := throughputSeriesChart(title, sm[name], label, unit, checkpointTimes(sm["pg.checkpoints"]), outs); err != nil {
