@@ -93,7 +93,7 @@ type Session interface {
 	// a 32-bit integer (else 0); with SessionSpec.Results only.
 	Rows(k int) int
 	Int(k, col int) int32
-	// Row is the first row of the round trip's k-th statement, a value
+	// Row is the last row of the round trip's k-th statement, a value
 	// per column (nil: NULL), valid until the next round trip; with
 	// SessionSpec.Results only. Columns are statement i's result column
 	// names.

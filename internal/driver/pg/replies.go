@@ -34,7 +34,8 @@ type Replies struct {
 	buf        []byte
 	start, end int  // unread bytes are buf[start:end]
 	tx         byte // the transaction status of the last ReadyForQuery
-	// KeepRow: Collect keeps each statement's first row (Result.Row).
+	// KeepRow: Collect keeps each statement's last row (Result.Row), as
+	// pgbench's \gset and \aset store it.
 	KeepRow bool
 }
 
@@ -73,7 +74,7 @@ func (r *Replies) TxStatus() byte {
 
 // Result is one statement's result in a round trip: its rows, the first
 // row's first two columns when they are 4-byte values (int4 in binary
-// format; else 0), and with Replies.KeepRow the first row as it came (a
+// format; else 0), and with Replies.KeepRow the last row as it came (a
 // DataRow body: see RowValues), in a buffer the Result keeps from one
 // round trip to the next.
 type Result struct {
@@ -137,9 +138,9 @@ func (r *Replies) Collect(pc *pgconn.PgConn, res []Result) error {
 				res[k].Rows++
 				if res[k].Rows == 1 {
 					firstInts(body, &res[k].V)
-					if r.KeepRow {
-						res[k].Row = append(res[k].Row, body...)
-					}
+				}
+				if r.KeepRow {
+					res[k].Row = append(res[k].Row[:0], body...)
 				}
 			}
 		case 'C', 'I': // CommandComplete, EmptyQueryResponse: the statement ended
