@@ -621,8 +621,17 @@ func (s *Spec) parseWorkload(f field, cat Catalog, p *problems) {
 			p.add(g.value, "%v", err)
 			continue
 		}
-		s.Options[opt.Name] = canon
+		s.Options[opt.Name] = s.rebase(opt, canon)
 	}
+}
+
+// rebase makes the relative file paths of an option's value relative to
+// the experiment file's directory (Option.Rebase).
+func (s *Spec) rebase(opt *Option, v string) string {
+	if opt.Rebase == nil {
+		return v
+	}
+	return opt.Rebase(v, filepath.Dir(s.File))
 }
 
 func (s *Spec) parseMatrix(f field, p *problems) {
@@ -723,7 +732,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 					p.add(it, "%v", err)
 					continue
 				}
-				d.Values = appendUnique(d.Values, canon, it, "matrix."+g.key, p)
+				d.Values = appendUnique(d.Values, s.rebase(opt, canon), it, "matrix."+g.key, p)
 			}
 			if _, dup := s.Options[opt.Name]; dup {
 				p.add(g.keyN, "%s is in workload.options and in the matrix; keep it in one place", opt.Name)
@@ -851,7 +860,7 @@ func (s *Spec) parseBaseline(f field, p *problems) {
 		if dim.Kind == DimOption {
 			if opt, ok := s.Workload.Option(dim.Name); ok {
 				if c, err := opt.CheckValue(v); err == nil {
-					canon = c
+					canon = s.rebase(opt, c)
 				}
 			}
 		}

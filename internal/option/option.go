@@ -123,6 +123,10 @@ type Option struct {
 	// values a kind cannot describe, e.g. a distribution). It runs after the
 	// kind's own check.
 	Validate func(text string) (string, error)
+	// Rebase, for a value naming files, makes its relative paths relative
+	// to dir (an experiment file's directory); a command line's stay
+	// relative to the working directory.
+	Rebase func(text, dir string) string
 	// Governs names the server setting this option sets in every session
 	// the workload opens (tpcc's isolation sets
 	// default_transaction_isolation): a --set or an experiment setting of
