@@ -11,6 +11,10 @@
 #   tpcb-like     pgbench -M prepared         vs  tunebench run tpcb -b tpcb-like
 #   pipeline      pgbench -M prepared -f F    vs  tunebench run tpcb -b tpcb-like --pipeline
 #                 (F: the tpcb-like statements between \startpipeline and \endpipeline)
+#   file-tpcb-like    pgbench -M prepared -f examples/scripts/tpcb-like.sql
+#                 vs  tunebench run script -f examples/scripts/tpcb-like.sql
+#   file-select-only  the same with select-only.sql (custom script files, both
+#                 tools interpreting them; pgbench is given -s for :scale)
 #
 # Client CPU: pgbench's is its whole process (getrusage of the child, start-up
 # included, which is under 0.1% of a run); tunebench's is the process CPU over
@@ -18,8 +22,8 @@
 #
 # Settings (environment): SCALE (10) CLIENTS (4) DURATION seconds (30)
 # RUNS (3) JOBS threads of both tools (number of cores, at most CLIENTS)
-# PIPELINE=0 skips the pipeline case; CASES=select-only,tpcb-like runs only
-# the cases named. The server and its data are removed on exit, whatever
+# PIPELINE=0 skips the pipeline case; FILES=0 the script-file cases;
+# CASES=select-only,tpcb-like runs only the cases named. The server and its data are removed on exit, whatever
 # happens.
 set -euo pipefail
 
@@ -31,6 +35,7 @@ RUNS=${RUNS:-3}
 NPROC=$(nproc)
 JOBS=${JOBS:-$((NPROC < CLIENTS ? NPROC : CLIENTS))}
 PIPELINE=${PIPELINE:-1}
+FILES=${FILES:-1}
 
 BENCH_NAME=bench-tpcb
 # shellcheck source=scripts/bench-common.sh
@@ -62,7 +67,7 @@ psql -XAtc "SELECT '  ' || name || ' = ' || current_setting(name) FROM pg_settin
                            'wal_sync_method', 'huge_pages', 'jit')
             ORDER BY name"
 
-TB="$TB" WORK="$work" SCALE="$SCALE" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" PIPELINE="$PIPELINE" CASES="${CASES:-}" \
+TB="$TB" WORK="$work" SCALE="$SCALE" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" PIPELINE="$PIPELINE" FILES="$FILES" CASES="${CASES:-}" \
 python3 - <<'PY'
 import json, os, re, resource, statistics, subprocess, sys
 
@@ -80,9 +85,17 @@ def pgbench_cmd(case):
     elif case == "pipeline":
         # A custom script gets :scale from -s (default 1: one branch row).
         c += ["-s", scale, "-f", os.path.join(work, "tpcb-pipeline.sql")]
+    elif case.startswith("file-"):
+        c += ["-s", scale, "-f", script_file(case)]
     return c
 
+def script_file(case):
+    return os.path.join("examples", "scripts", case[len("file-"):] + ".sql")
+
 def tunebench_cmd(case):
+    if case.startswith("file-"):
+        return [tb, "run", "script", "--server-dir", srv, "-f", script_file(case),
+                "-c", clients, "-j", jobs, "-T", dur + "s", "-P", "0", "--results", results, "--json", summary]
     c = [tb, "run", "tpcb", "--server-dir", srv, "-b", "tpcb-like" if case == "pipeline" else case,
          "-c", clients, "-j", jobs, "-T", dur + "s", "-P", "0", "--no-check", "--results", results, "--json", summary]
     if case == "pipeline":
@@ -114,6 +127,7 @@ def tunebench(case):
     return d["tps"], d["driver"]["cpu_ms_per_1000_tx"], note
 
 cases = ["select-only", "tpcb-like"] + (["pipeline"] if os.environ["PIPELINE"] != "0" else [])
+cases += ["file-select-only", "file-tpcb-like"] if os.environ["FILES"] != "0" else []
 if os.environ.get("CASES"):
     cases = [c for c in cases if c in os.environ["CASES"].split(",")]
 print("\n== commands")

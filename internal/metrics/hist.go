@@ -227,3 +227,21 @@ func Decode(b []byte) (*Hist, error) {
 	}
 	return out, nil
 }
+
+// Sparse is a small histogram for one worker's recording (the package
+// geometry, packed: memory grows with the values recorded, not the range),
+// merged into a Hist to be read. Not safe for concurrent use.
+type Sparse struct{ p packed }
+
+// NewSparse returns an empty sparse histogram.
+func NewSparse() *Sparse { return &Sparse{p: packed{h: newPacked()}} }
+
+// Record records one duration.
+func (s *Sparse) Record(d time.Duration) { s.p.record(d) }
+
+// MergeSparse adds s's values to h.
+func (h *Hist) MergeSparse(s *Sparse) {
+	if s != nil {
+		h.mergePacked(s.p.h, s.p.over)
+	}
+}

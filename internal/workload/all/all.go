@@ -5,6 +5,7 @@ package all
 import (
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/fsblog"
+	"github.com/tunebench/tunebench/internal/workload/script"
 	"github.com/tunebench/tunebench/internal/workload/storage"
 	"github.com/tunebench/tunebench/internal/workload/tpcb"
 	"github.com/tunebench/tunebench/internal/workload/tpcc"
@@ -19,5 +20,6 @@ func Registry() *workload.Registry {
 		tpch.New(),
 		storage.New(),
 		fsblog.New(),
+		script.New(),
 	)
 }

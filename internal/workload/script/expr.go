@@ -130,6 +130,22 @@ func (vs *Vars) Text(i int) (string, error) {
 	return x.text, nil
 }
 
+// AppendText appends slot i's text (Text) to dst, without allocating
+// for an integer.
+func (vs *Vars) AppendText(dst []byte, i int) ([]byte, error) {
+	if !vs.IsSet(i) {
+		return dst, evalErrorf("undefined variable %q", vs.scope.Name(i))
+	}
+	x := &vs.vals[i]
+	switch {
+	case !x.hasVal:
+		return append(dst, x.text...), nil
+	case x.v.Kind == KindInt:
+		return strconv.AppendInt(dst, x.v.I, 10), nil
+	}
+	return append(dst, x.v.Text()...), nil
+}
+
 // Env is what an expression evaluates in: the client's variables, its
 // random generator (pgbench's per-client generator of the script
 // functions) and where debug() writes.

@@ -52,6 +52,9 @@ type Command struct {
 	Params []int  // the variables' slots, for $1..$n
 	Store  int    // StoreNone, StoreGset, StoreAset
 	Prefix string // the \gset or \aset prefix
+	// Compound: statements joined with \; (one command, several
+	// statements).
+	Compound bool
 
 	Var  int   // CmdSet, CmdSetShell: the variable's slot
 	Expr *Expr // CmdSet, CmdIf, CmdElif
@@ -180,10 +183,11 @@ func (p *scriptParser) sql() error {
 	slots := map[int]int{} // variable slot -> parameter number
 	s := p.src
 	i := p.pos
+	compound := false
 	flush := func(cmdEnd int) {
 		text := strings.TrimSpace(s[p.pos:cmdEnd])
 		p.s.Commands = append(p.s.Commands, Command{Kind: CmdSQL, Line: startLine, Text: text,
-			SQL: strings.TrimSpace(b.String()), Params: params, Var: -1, SleepVar: -1})
+			SQL: strings.TrimSpace(b.String()), Params: params, Var: -1, SleepVar: -1, Compound: compound})
 	}
 	for i < len(s) {
 		c := s[i]
@@ -272,6 +276,7 @@ func (p *scriptParser) sql() error {
 			i = j
 		case c == '\\' && i+1 < len(s) && s[i+1] == ';':
 			b.WriteByte(';')
+			compound = true
 			i += 2
 		case c == ';':
 			b.WriteByte(';')
@@ -516,19 +521,22 @@ func (p *scriptParser) lineText(n int) string {
 // bounds, and sets where each branch goes when not taken.
 func (p *scriptParser) link() error {
 	cmds := p.s.Commands
-	type open struct{ at, last int } // the \if, the last branch
+	type open struct{ at, last, pipe int } // the \if, the last branch, the pipeline open at the \if
 	var stack []open
 	pipe := -1
 	for i := range cmds {
 		c := &cmds[i]
 		switch c.Kind {
 		case CmdIf:
-			stack = append(stack, open{i, i})
+			stack = append(stack, open{i, i, pipe})
 		case CmdElif, CmdElse:
 			if len(stack) == 0 {
 				return p.errf(c.Line, 0, "add the \\if it belongs to", "%s without a matching \\if", c.Text)
 			}
 			top := &stack[len(stack)-1]
+			if top.pipe != pipe {
+				return p.errf(c.Line, 0, "start and end the pipeline inside the branch, or around the whole \\if", "%s with a pipeline opened or closed in the branch before it", c.Text)
+			}
 			if cmds[top.last].Kind == CmdElse {
 				return p.errf(c.Line, 0, "\\else must be the last branch of its \\if", "%s after \\else", c.Text)
 			}
@@ -540,6 +548,9 @@ func (p *scriptParser) link() error {
 			}
 			top := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
+			if top.pipe != pipe {
+				return p.errf(c.Line, 0, "start and end the pipeline inside the branch, or around the whole \\if", "\\endif with a pipeline opened or closed in the branch before it")
+			}
 			cmds[top.last].Next = i
 			for j := top.at; j <= i; j++ {
 				if (cmds[j].Kind == CmdElif || cmds[j].Kind == CmdElse) && cmds[j].End == 0 && j > top.at {
@@ -563,9 +574,9 @@ func (p *scriptParser) link() error {
 				return p.errf(c.Line, 0, "move it out of the pipeline", "%s inside a pipeline", c.Text)
 			}
 		case CmdSQL:
-			if pipe >= 0 && c.Store == StoreGset {
-				// Allowed by pgbench too: the rows arrive at \endpipeline.
-				continue
+			if pipe >= 0 && c.Store != StoreNone {
+				return p.errf(c.Line, 0, "move the statement out of the pipeline, or drop its \\gset/\\aset: its result is not read before the pipeline ends (pgbench refuses it too)",
+					"\\gset and \\aset cannot be used in a pipeline")
 			}
 		}
 	}

@@ -186,3 +186,74 @@ func colOfP(err error) int {
 	}
 	return -1
 }
+
+func TestFileSpecsAndDefines(t *testing.T) {
+	for in, want := range map[string]FileSpec{
+		"a.sql": {"a.sql", 1}, "a.sql@5": {"a.sql", 5}, "a.sql@0": {"a.sql", 0}, "mail@host.sql": {"mail@host.sql", 1},
+	} {
+		if got, err := ParseFileSpec(in); err != nil || got != want {
+			t.Errorf("ParseFileSpec(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "@3", "a.sql@-1"} {
+		if _, err := ParseFileSpec(bad); err == nil {
+			t.Errorf("ParseFileSpec(%q) accepted", bad)
+		}
+	}
+	if d, err := ParseDefine("skew=1.5=x"); err != nil || d != (Define{"skew", "1.5=x"}) {
+		t.Errorf("ParseDefine: %v %v", d, err)
+	}
+	for _, bad := range []string{"skew", "=1", "1x=2"} {
+		if _, err := ParseDefine(bad); err == nil {
+			t.Errorf("ParseDefine(%q) accepted", bad)
+		}
+	}
+}
+
+// TestProgramRefuses: what a session cannot run, and a variable nothing
+// sets, are refused before the run, naming the file and line.
+func TestProgramRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ script, want string }{
+		{"SELECT 1 \\; SELECT 2;\n", "x.sql:1: a compound command"},
+		{"\\set a 1\nSELECT :a + :b;\n", "x.sql:2: the variable :b is used but never set"},
+		{"\\shell echo hi\n", "refused without --allow-shell"},
+		{"\\startpipeline\n" + strings.Repeat("SELECT 1;\n", maxPipeline+1) + "\\endpipeline\n", "a pipeline of more than 16 statements"},
+		{"\\startpipeline\nSELECT 1 AS a \\gset\n\\endpipeline\n", "x.sql:2: \\gset and \\aset cannot be used in a pipeline"},
+		{"\\if 1\n\\startpipeline\nSELECT 1;\n\\else\nSELECT 2;\n\\endif\n\\endpipeline\n", "x.sql:4: \\else with a pipeline opened or closed"},
+	} {
+		f := filepath.Join(dir, "x.sql")
+		if err := os.WriteFile(f, []byte(c.script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := loadProgram([]FileSpec{{f, 1}}, nil, false)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.script, err, c.want)
+		}
+	}
+	// More than 16 statements outside a pipeline are fine.
+	many := filepath.Join(dir, "many.sql")
+	if err := os.WriteFile(many, []byte(strings.Repeat("SELECT 1;\n", 40)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadProgram([]FileSpec{{many, 1}}, nil, false); err != nil {
+		t.Errorf("40 statements: %v", err)
+	}
+	f := filepath.Join(dir, "ok.sql")
+	if err := os.WriteFile(f, []byte("SELECT :x, :scale, :client_id;\n\\sleep 1 ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadProgram([]FileSpec{{f, 1}}, []Define{{"x", "3"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.mux {
+		t.Error("a script with \\sleep is multiplexed")
+	}
+	if _, err := loadProgram([]FileSpec{{f, 0}}, []Define{{"x", "3"}}, false); err == nil || !strings.Contains(err.Error(), "weight is 0") {
+		t.Errorf("all weights 0: %v", err)
+	}
+	if _, err := loadProgram([]FileSpec{{filepath.Join(dir, "missing.sql"), 1}}, nil, false); err == nil || !strings.Contains(err.Error(), "missing.sql") {
+		t.Errorf("missing file: %v", err)
+	}
+}

@@ -1,0 +1,113 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestRunScriptFiles runs pgbench script files through the CLI: two files
+// with weights in a closed loop, then the open loop; the summary has each
+// script's and each statement's results, the balances still agree (`check
+// tpcb`), the report shows the statements, and a syntax error names the
+// file, line and column with exit code 2.
+func TestRunScriptFiles(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := loadedDB(h, srv)
+	results := tempPath(t, "results.db")
+	tpcb, err := filepath.Abs("../../examples/scripts/tpcb-like.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "mine.sql")
+	if err := os.WriteFile(mine, []byte("\\set aid random(1, :limit)\nSELECT abalance AS bal FROM pgbench_accounts WHERE aid = :aid \\gset\n\\if :bal IS NULL\nSELECT 1/0;\n\\endif\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath := tempPath(t, "summary.json")
+	first := h.must(0, "run", "script", "--server-dir", srv.Dir(), "-d", db, "--results", results, "-f", tpcb+"@3", "-f", mine+"@1",
+		"-D", "limit=100000", "-c", "2", "-T", "2s", "--seed", "7", "--json", jsonPath)
+	for _, want := range []string{"per script:", "statements of tpcb-like.sql", "statements of mine.sql", "scale 1"} {
+		if !strings.Contains(first.stdout+first.stderr, want) {
+			t.Errorf("output lacks %q:\n%s", want, first)
+		}
+	}
+	var s struct {
+		Workload     string `json:"workload"`
+		Status       string `json:"status"`
+		Script       string `json:"script"`
+		Transactions int64  `json:"transactions"`
+		Scripts      []struct {
+			Name         string `json:"name"`
+			Weight       int    `json:"weight"`
+			Transactions int64  `json:"transactions"`
+			Statements   []struct {
+				Line      int    `json:"line"`
+				Command   string `json:"command"`
+				Count     int64  `json:"count"`
+				LatencyMs struct {
+					P99 float64 `json:"p99"`
+				} `json:"latency_ms"`
+			} `json:"statements"`
+		} `json:"scripts"`
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Workload != "script" || s.Status != "ok" || s.Script != "tpcb-like.sql@3+mine.sql@1" || len(s.Scripts) != 2 {
+		t.Fatalf("summary: %s", b)
+	}
+	tp, mn := s.Scripts[0], s.Scripts[1]
+	if tp.Transactions+mn.Transactions != s.Transactions || tp.Transactions < 2*mn.Transactions || mn.Transactions == 0 {
+		t.Errorf("transactions: tpcb-like %d, mine %d, run %d (weights 3:1)", tp.Transactions, mn.Transactions, s.Transactions)
+	}
+	if len(tp.Statements) != 7 || len(mn.Statements) != 2 || mn.Statements[1].Line != 4 || mn.Statements[1].Count != 0 {
+		t.Errorf("statements: %+v / %+v", tp.Statements, mn.Statements)
+	}
+	// Statements count for the transactions that end while the run
+	// measures, as the collector sees the window's edges: within a few
+	// transactions of the executor's count.
+	for _, st := range tp.Statements {
+		if d := st.Count - tp.Transactions; d < -4 || d > 4 || st.LatencyMs.P99 <= 0 {
+			t.Errorf("statement line %d: count %d (transactions %d), p99 %v", st.Line, st.Count, tp.Transactions, st.LatencyMs.P99)
+		}
+	}
+	h.must(0, "check", "tpcb", "--server-dir", srv.Dir(), "-d", db)
+
+	// The open loop, with latency from the schedule.
+	r := h.must(0, "run", "script", "--server-dir", srv.Dir(), "-d", db, "--results", results, "-f", tpcb, "-c", "2", "-R", "100", "-T", "1s")
+	if !strings.Contains(r.stdout, "open loop: target 100.0 tps") {
+		t.Errorf("open loop:\n%s", r)
+	}
+	html := tempPath(t, "report.html")
+	var ids []string
+	for _, m := range regexp.MustCompile(`stored as run (\d+)`).FindAllStringSubmatch(first.stdout+r.stdout, -1) {
+		ids = append(ids, m[1])
+	}
+	h.must(0, append([]string{"report", "-o", html, "--results", results}, ids...)...)
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "statements of mine.sql") {
+		t.Errorf("report lacks the statements of mine.sql")
+	}
+
+	bad := filepath.Join(dir, "bad.sql")
+	if err := os.WriteFile(bad, []byte("\\set x random(1, \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = h.must(2, "run", "script", "--server-dir", srv.Dir(), "-d", db, "--results", results, "-f", bad, "-T", "1s")
+	if !strings.Contains(r.stderr, bad+":1:") {
+		t.Errorf("syntax error:\n%s", r)
+	}
+}

@@ -1,0 +1,363 @@
+package script
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/target"
+)
+
+// FileSpec is one --file: a script file and its weight (FILE[@W], as
+// pgbench -f).
+type FileSpec struct {
+	Path   string
+	Weight int
+}
+
+// ParseFileSpec splits FILE[@W]: the weight is what follows the last @
+// when it is a whole number (otherwise the @ belongs to the name), 1 when
+// none is given.
+func ParseFileSpec(s string) (FileSpec, error) {
+	if k := strings.LastIndexByte(s, '@'); k >= 0 {
+		if w, err := strconv.Atoi(s[k+1:]); err == nil {
+			if w < 0 {
+				return FileSpec{}, fmt.Errorf("%s: the weight %d is negative", s, w)
+			}
+			if s[:k] == "" {
+				return FileSpec{}, fmt.Errorf("%s: no file name before the weight", s)
+			}
+			return FileSpec{Path: s[:k], Weight: w}, nil
+		}
+	}
+	if s == "" {
+		return FileSpec{}, fmt.Errorf("an empty file name")
+	}
+	return FileSpec{Path: s, Weight: 1}, nil
+}
+
+// Define is one -D NAME=VALUE: a variable every client starts with, as
+// text (pgbench -D).
+type Define struct {
+	Name, Value string
+}
+
+// ParseDefine splits NAME=VALUE.
+func ParseDefine(s string) (Define, error) {
+	k := strings.IndexByte(s, '=')
+	if k <= 0 {
+		return Define{}, fmt.Errorf("%q is not NAME=VALUE", s)
+	}
+	if !validName(s[:k]) {
+		return Define{}, fmt.Errorf("%q: a variable name is letters, digits and underscores, not starting with a digit", s[:k])
+	}
+	return Define{Name: s[:k], Value: s[k+1:]}, nil
+}
+
+// The variables a run gives every client (pgbench's names).
+const (
+	varScale       = "scale"
+	varClientID    = "client_id"
+	varRandomSeed  = "random_seed"
+	varDefaultSeed = "default_seed"
+)
+
+// StmtInfo identifies one statement of the scripts, for its results.
+type StmtInfo struct {
+	Script int    // index of its script
+	Line   int    // where it starts in the file
+	Text   string // the command, on one line
+}
+
+// program is a run's scripts, parsed and compiled once and shared by its
+// workers: the session statements (every SQL command of every script is
+// one prepared statement), the weights and the variables.
+type program struct {
+	scope   *Scope
+	scripts []*Script
+	ops     []string // the scripts' names (the executor's operations)
+	sha     []string // sha256 of each file's text
+	texts   []string
+	// stmt[s][c] is the session statement of script s's command c (-1:
+	// not SQL); commits[i] says statement i ends a transaction (COMMIT,
+	// END); writes[i]: it may change data outside a transaction block.
+	stmt    [][]int
+	stmts   []target.Stmt
+	info    []StmtInfo
+	commits []bool
+	begins  []bool // BEGIN, START TRANSACTION
+	writes  []bool
+	total   int // the weights' sum
+	// mux: no command blocks the driver thread (\sleep, \shell): the
+	// workers can be multiplexed.
+	mux bool
+	// results: some command stores its results (\gset, \aset).
+	results bool
+	defines []Define
+	builtin [4]int // slots of scale, client_id, random_seed, default_seed
+	// Per run.
+	scale    int64
+	seed     uint64
+	clients  []*PRNG // pgbench's per-client generators (Seeds)
+	defSeed  int64
+	maxTries int
+	// measuring is set while the executor measures: only then do the
+	// workers record per-statement results.
+	measuring atomic.Bool
+
+	// storeSlots[i]: the variables statement i's \gset or \aset sets, a
+	// slot per result column (known once a session has prepared it).
+	mu         sync.Mutex
+	storeSlots [][]int
+}
+
+// maxPipeline is the most statements a pipeline may hold (one round trip
+// of a session).
+const maxPipeline = target.MaxQueued
+
+// loadProgram reads and parses the script files. Nothing is connected.
+func loadProgram(files []FileSpec, defines []Define, allowShell bool) (*program, error) {
+	p := &program{scope: NewScope(), defines: defines, mux: true}
+	for i, n := range []string{varScale, varClientID, varRandomSeed, varDefaultSeed} {
+		p.builtin[i] = p.scope.Slot(n)
+	}
+	for _, d := range defines {
+		p.scope.Slot(d.Name)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			return nil, errs.Usage("give the path of a pgbench script file (the built-in scripts are in examples/scripts/ of tunebench's source)", "script file %s: %v", f.Path, err)
+		}
+		s, err := Parse(f.Path, string(b), p.scope, ParseOptions{AllowShell: allowShell})
+		if err != nil {
+			return nil, usageOf(err)
+		}
+		s.Weight = f.Weight
+		p.total += f.Weight
+		sum := sha256.Sum256(b)
+		p.sha = append(p.sha, hex.EncodeToString(sum[:]))
+		p.texts = append(p.texts, string(b))
+		p.scripts = append(p.scripts, s)
+	}
+	if len(p.scripts) == 0 {
+		return nil, errs.Usage("give one or more --file FILE[@WEIGHT]", "no script file")
+	}
+	if p.total <= 0 {
+		return nil, errs.Usage("give at least one script a weight above 0 (FILE@1)", "every script's weight is 0")
+	}
+	if err := p.compile(); err != nil {
+		return nil, err
+	}
+	p.ops = p.names()
+	return p, p.checkVariables()
+}
+
+func usageOf(err error) error {
+	if pe, ok := err.(*ParseError); ok {
+		hint := pe.Hint
+		pe.Hint = ""
+		return errs.Usage(hint, "%s", pe.Error())
+	}
+	return errs.Usage("", "%v", err)
+}
+
+var (
+	commitRe = regexp.MustCompile(`(?i)^\s*(commit|end)\b`)
+	beginRe  = regexp.MustCompile(`(?i)^\s*(begin|start)\b`)
+	readRe   = regexp.MustCompile(`(?i)^\s*(select|begin|start|show|values|table|explain|set|savepoint|release|rollback|abort|prepare)\b`)
+	spaceRe  = regexp.MustCompile(`\s+`)
+)
+
+// compile makes the session statements and checks what the session
+// cannot do.
+func (p *program) compile() error {
+	for si, s := range p.scripts {
+		ix := make([]int, len(s.Commands))
+		queued, inPipe := 0, false
+		for ci := range s.Commands {
+			c := &s.Commands[ci]
+			ix[ci] = -1
+			switch c.Kind {
+			case CmdSleep, CmdShell, CmdSetShell:
+				p.mux = false
+			case CmdStartPipeline, CmdSyncPipeline, CmdEndPipeline:
+				queued, inPipe = 0, c.Kind != CmdEndPipeline
+			case CmdSQL:
+				if c.Compound {
+					return errs.Usage("split it into one statement per command (each ending with ;): tunebench prepares every statement, as pgbench -M prepared, and a prepared statement holds one",
+						"%s:%d: a compound command (statements joined with \\;) cannot be prepared", s.Name, c.Line)
+				}
+				if c.SQL == "" || c.SQL == ";" {
+					return errs.Usage("remove the lone semicolon", "%s:%d: an empty SQL command", s.Name, c.Line)
+				}
+				if inPipe {
+					queued++
+				}
+				if queued > maxPipeline {
+					return errs.Usage(fmt.Sprintf("end the pipeline (\\endpipeline or \\syncpipeline) every %d statements at most", maxPipeline),
+						"%s:%d: a pipeline of more than %d statements", s.Name, c.Line, maxPipeline)
+				}
+				if c.Store != StoreNone {
+					p.results = true
+				}
+				ix[ci] = len(p.stmts)
+				sql := strings.TrimSuffix(strings.TrimSpace(c.SQL), ";")
+				p.stmts = append(p.stmts, target.Stmt{Name: "tbs_" + strconv.Itoa(len(p.stmts)), SQL: sql, Params: c.Params})
+				p.info = append(p.info, StmtInfo{Script: si, Line: c.Line, Text: spaceRe.ReplaceAllString(strings.TrimSpace(c.Text), " ")})
+				p.commits = append(p.commits, commitRe.MatchString(sql))
+				p.begins = append(p.begins, beginRe.MatchString(sql))
+				p.writes = append(p.writes, !readRe.MatchString(sql))
+			}
+		}
+		p.stmt = append(p.stmt, ix)
+	}
+	return nil
+}
+
+// checkVariables refuses a variable that the scripts read and nothing
+// sets: not -D, not a built-in variable, not \set or \setshell. A script
+// with \gset or \aset may set any name (its columns'), so it is checked
+// when the command runs instead.
+func (p *program) checkVariables() error {
+	if p.results {
+		return nil
+	}
+	set := make([]bool, p.scope.Len())
+	for _, b := range p.builtin {
+		set[b] = true
+	}
+	for _, d := range p.defines {
+		i, _ := p.scope.Lookup(d.Name)
+		set[i] = true
+	}
+	for _, s := range p.scripts {
+		for _, c := range s.Commands {
+			if c.Kind == CmdSet || c.Kind == CmdSetShell {
+				set[c.Var] = true
+			}
+		}
+	}
+	for i, ok := range set {
+		if ok {
+			continue
+		}
+		name := p.scope.Name(i)
+		where := ""
+		for _, s := range p.scripts {
+			for _, c := range s.Commands {
+				if usesVar(c.Text, name) {
+					where = fmt.Sprintf("%s:%d: ", s.Name, c.Line)
+					break
+				}
+			}
+			if where != "" {
+				break
+			}
+		}
+		return errs.Usage(fmt.Sprintf("set it with \\set %s ... before its use, or give it with -D %s=VALUE", name, name),
+			"%sthe variable :%s is used but never set", where, name)
+	}
+	return nil
+}
+
+// usesVar reports whether text mentions :name.
+func usesVar(text, name string) bool {
+	for k := 0; ; {
+		j := strings.Index(text[k:], ":"+name)
+		if j < 0 {
+			return false
+		}
+		end := k + j + 1 + len(name)
+		if end == len(text) || !isNameByte(text[end], false) {
+			return true
+		}
+		k = end
+	}
+}
+
+// start fixes the run's values: the scale, the seed and the clients.
+func (p *program) start(scale int64, seed int64, clients, maxTries int) {
+	p.scale, p.seed, p.maxTries = scale, uint64(seed), maxTries
+	p.clients, p.defSeed = Seeds(p.seed, clients)
+}
+
+// columnSlots gives the variables of every \gset and \aset their slots,
+// from the columns sess prepared; once, before the run (workers are made
+// before it starts): the scope does not change while workers run.
+func (p *program) columnSlots(sess target.Session) {
+	if !p.results {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.storeSlots != nil {
+		return
+	}
+	p.storeSlots = make([][]int, len(p.stmts))
+	for si, s := range p.scripts {
+		for ci, c := range s.Commands {
+			i := p.stmt[si][ci]
+			if i < 0 || c.Store == StoreNone {
+				continue
+			}
+			for _, name := range sess.Columns(i) {
+				p.storeSlots[i] = append(p.storeSlots[i], p.scope.Slot(c.Prefix+name))
+			}
+		}
+	}
+}
+
+// defined reports whether -D gives the variable.
+func (p *program) defined(name string) bool {
+	for _, d := range p.defines {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// spec is the session of worker id: a text slot for every variable (sent
+// as pgbench sends them, the server inferring the type) and every
+// statement.
+func (p *program) spec(id int) *target.SessionSpec {
+	slots := make([]target.ParamType, p.scope.Len())
+	for i := range slots {
+		slots[i] = target.Unknown
+	}
+	return &target.SessionSpec{ID: id, Slots: slots, Stmts: p.stmts, Results: p.results, TextResults: p.results}
+}
+
+// names are the scripts' names as shown: the file's base name, made
+// unique with the directory when two are the same.
+func (p *program) names() []string {
+	out := make([]string, len(p.scripts))
+	count := map[string]int{}
+	for i, s := range p.scripts {
+		out[i] = filepath.Base(s.Name)
+		count[out[i]]++
+	}
+	for i, s := range p.scripts {
+		if count[out[i]] > 1 {
+			out[i] = s.Name
+		}
+	}
+	// The same file twice (with two weights) keeps its position.
+	seen := map[string]int{}
+	for i := range out {
+		seen[out[i]]++
+		if seen[out[i]] > 1 {
+			out[i] += "#" + strconv.Itoa(seen[out[i]])
+		}
+	}
+	return out
+}

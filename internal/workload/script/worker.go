@@ -1,0 +1,507 @@
+package script
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/step"
+	"github.com/tunebench/tunebench/internal/target"
+)
+
+// stmtStats are one worker's results of one statement over the measured
+// window.
+type stmtStats struct {
+	lat    *metrics.Sparse
+	count  int64
+	errors map[string]int64 // by SQLSTATE ("" when none)
+}
+
+// Worker is one client: it picks a script per transaction by the weights
+// and interprets it, sending each SQL command as its prepared statement
+// with the variables as parameters. A step is one run of a script from its
+// first command to its last (pgbench's transaction). Serialization
+// failures and deadlocks run the script again from the start with the
+// same random draws, up to max tries.
+type Worker struct {
+	p    *program
+	id   int
+	sess target.Session
+	vars *Vars
+	env  Env
+	// choose picks the scripts (pgbench: one generator per thread).
+	choose PRNG
+	// saved is the client's generator at the start of the attempt.
+	saved PRNG
+	buf   []byte
+
+	// The step in progress.
+	cur     int   // script
+	pc      int   // next command
+	pipe    bool  // inside \startpipeline .. \endpipeline
+	flight  []int // commands whose replies the round trip brings
+	sent    time.Time
+	out     step.Outcome
+	retried []string
+
+	stats []stmtStats // by session statement
+	// The step's round trips (and errors), added to stats when the step
+	// ends while the run measures: the statements then count for the
+	// same transactions as the executor's figures.
+	timed  []timedStmt
+	failed []timedStmt
+}
+
+type timedStmt struct {
+	si   int
+	d    time.Duration
+	code string
+}
+
+// newWorker makes client id's worker and connects its session.
+func newWorker(ctx context.Context, ss target.Sessions, p *program, id int) (*Worker, error) {
+	w := &Worker{p: p, id: id, vars: NewVars(p.scope), stats: make([]stmtStats, len(p.stmts))}
+	w.env = Env{Vars: w.vars, Rand: p.clients[id]}
+	w.choose.Seed(p.seed ^ (uint64(id)+1)*0x9e3779b97f4a7c15)
+	for _, d := range p.defines {
+		i, _ := p.scope.Lookup(d.Name)
+		w.vars.SetText(i, d.Value)
+	}
+	for k, v := range []int64{p.scale, int64(id), int64(p.seed), p.defSeed} {
+		name := p.scope.Name(p.builtin[k])
+		if name == varClientID || !p.defined(name) {
+			w.vars.SetValue(p.builtin[k], Int(v))
+		}
+	}
+	for i := range w.stats {
+		w.stats[i] = stmtStats{lat: metrics.NewSparse()}
+	}
+	sess, err := ss.NewSession(ctx, p.spec(id))
+	if err != nil {
+		return nil, err
+	}
+	w.sess = sess
+	p.columnSlots(sess)
+	return w, nil
+}
+
+// Step runs one transaction: Begin, then Continue until it ends.
+func (w *Worker) Step(ctx context.Context) (step.Outcome, error) {
+	o, pending, err := w.begin(ctx)
+	for pending && err == nil {
+		if rerr := w.sess.Receive(); rerr != nil {
+			o, pending, err = w.fail(ctx, rerr)
+			continue
+		}
+		o, pending, err = w.received(ctx)
+	}
+	w.ended()
+	return o, err
+}
+
+// Multiplex lets the executor drive the worker with others from one
+// thread, unless a script blocks the thread (\sleep, \shell).
+func (w *Worker) Multiplex(on bool) bool {
+	if on && !w.p.mux {
+		return false
+	}
+	return w.sess.Multiplex(on)
+}
+
+// Begin picks the script and runs it up to its first round trip.
+func (w *Worker) Begin(ctx context.Context) (step.Outcome, bool, error) {
+	o, pending, err := w.begin(ctx)
+	if !pending {
+		w.ended()
+	}
+	return o, pending, err
+}
+
+func (w *Worker) begin(ctx context.Context) (step.Outcome, bool, error) {
+	w.timed, w.failed, w.flight = w.timed[:0], w.failed[:0], w.flight[:0]
+	w.cur = w.pick()
+	w.out = step.Outcome{Op: w.p.ops[w.cur], Attempts: 1}
+	if !w.sess.Ready(ctx, &w.out) {
+		return w.out, false, nil
+	}
+	w.saved = *w.env.Rand
+	w.pc, w.pipe = 0, false
+	return w.run(ctx)
+}
+
+// Continue reads the reply of the round trip in flight and runs the script
+// on to its next round trip or its end.
+func (w *Worker) Continue(ctx context.Context) (step.Outcome, bool, error) {
+	w.sess.Readable()
+	var o step.Outcome
+	var pending bool
+	var err error
+	if rerr := w.sess.Receive(); rerr != nil {
+		o, pending, err = w.fail(ctx, rerr)
+	} else {
+		o, pending, err = w.received(ctx)
+	}
+	if !pending {
+		w.ended()
+	}
+	return o, pending, err
+}
+
+// ended adds the step's statements to the results if the run measures.
+func (w *Worker) ended() {
+	if !w.p.measuring.Load() {
+		return
+	}
+	for _, t := range w.timed {
+		st := &w.stats[t.si]
+		st.lat.Record(t.d)
+		st.count++
+	}
+	for _, t := range w.failed {
+		st := &w.stats[t.si]
+		if st.errors == nil {
+			st.errors = map[string]int64{}
+		}
+		st.errors[t.code]++
+	}
+}
+
+// Fd is the session's descriptor (step.Multiplexed).
+func (w *Worker) Fd() int { return w.sess.Fd() }
+
+// ServerCPU is where the server side of the session last ran (step.Placed).
+func (w *Worker) ServerCPU() int { return w.sess.ServerCPU() }
+
+// Close closes the session.
+func (w *Worker) Close() error { return w.sess.Close() }
+
+// pick chooses a script by weight, as pgbench's chooseScript.
+func (w *Worker) pick() int {
+	if len(w.p.scripts) == 1 {
+		return 0
+	}
+	r := int64(w.choose.Uint64Range(0, uint64(w.p.total-1)))
+	i := 0
+	for {
+		r -= int64(w.p.scripts[i].Weight)
+		i++
+		if r < 0 {
+			return i - 1
+		}
+	}
+}
+
+// received records the round trip's statements, stores their results and
+// runs on.
+func (w *Worker) received(ctx context.Context) (step.Outcome, bool, error) {
+	cmds := w.p.scripts[w.cur].Commands
+	d := time.Since(w.sent)
+	for k, ci := range w.flight {
+		c := &cmds[ci]
+		si := w.p.stmt[w.cur][ci]
+		w.timed = append(w.timed, timedStmt{si: si, d: d})
+		if c.Store != StoreNone {
+			if err := w.store(c, si, k); err != nil {
+				return w.out, false, w.scriptErr(c, err)
+			}
+		}
+	}
+	w.flight = w.flight[:0]
+	return w.run(ctx)
+}
+
+// store sets the variables from the last row of the k-th statement of
+// the round trip: \gset needs exactly one row, \aset none or more.
+func (w *Worker) store(c *Command, si, k int) error {
+	n := w.sess.Rows(k)
+	if c.Store == StoreGset && n != 1 {
+		return fmt.Errorf("\\gset expected one row, got %d", n)
+	}
+	if n == 0 {
+		return nil
+	}
+	row := w.sess.Row(k)
+	// As pgbench: the text of each column (a NULL is the empty string).
+	for col, slot := range w.p.storeSlots[si] {
+		if col < len(row) {
+			w.vars.SetText(slot, string(row[col]))
+		}
+	}
+	return nil
+}
+
+// run interprets commands from pc until a round trip is sent (pending) or
+// the script ends.
+func (w *Worker) run(ctx context.Context) (step.Outcome, bool, error) {
+	s := w.p.scripts[w.cur]
+	cmds := s.Commands
+	for w.pc < len(cmds) {
+		c := &cmds[w.pc]
+		switch c.Kind {
+		case CmdSQL:
+			if err := w.queue(c, w.p.stmt[w.cur][w.pc]); err != nil {
+				return w.out, false, w.scriptErr(c, err)
+			}
+			w.flight = append(w.flight, w.pc)
+			w.pc++
+			if !w.pipe {
+				return w.send(ctx)
+			}
+		case CmdSet:
+			v, err := c.Expr.Eval(&w.env)
+			if err != nil {
+				return w.out, false, w.scriptErr(c, err)
+			}
+			w.vars.SetValue(c.Var, v)
+			w.pc++
+		case CmdIf:
+			next, err := w.branch(cmds, w.pc)
+			if err != nil {
+				return w.out, false, w.scriptErr(&cmds[next], err)
+			}
+			w.pc = next
+		case CmdElif, CmdElse:
+			// The end of a branch taken.
+			w.pc = c.End + 1
+		case CmdEndif:
+			w.pc++
+		case CmdStartPipeline:
+			w.pipe = true
+			w.pc++
+		case CmdSyncPipeline, CmdEndPipeline:
+			w.pipe = w.pipe && c.Kind == CmdSyncPipeline
+			w.pc++
+			if len(w.flight) > 0 {
+				return w.send(ctx)
+			}
+		case CmdSleep, CmdShell, CmdSetShell:
+			var err error
+			if c.Kind == CmdSleep {
+				err = w.sleep(ctx, c)
+			} else {
+				err = w.shell(ctx, c)
+			}
+			if ctx.Err() != nil {
+				// Interrupted (or the drain is over): the step ends as
+				// any step cut short, not as a script error.
+				w.sess.Lost(ctx, ctx.Err(), false, &w.out)
+				return w.out, false, nil
+			}
+			if err != nil {
+				return w.out, false, w.scriptErr(c, err)
+			}
+			w.pc++
+		}
+	}
+	if w.pipe {
+		return w.out, false, errs.Usage("end the pipeline with \\endpipeline on every path through the script",
+			"script %s, client %d: the script ended with a pipeline open", s.Name, w.id)
+	}
+	if w.sess.InTx() {
+		return w.out, false, errs.Usage("end every transaction the script begins (COMMIT or END) before its last command",
+			"script %s, client %d: the script ended inside a transaction block", s.Name, w.id)
+	}
+	w.out.Class = step.ClassOK
+	if w.out.Attempts > 1 {
+		w.out.Class = step.ClassRetriedOK
+	}
+	return w.out, false, nil
+}
+
+// branch evaluates the \if (or \elif) at i and the following branches
+// until one is taken, and returns the command to go on with (or, on an
+// error, the command that failed).
+func (w *Worker) branch(cmds []Command, i int) (int, error) {
+	for {
+		c := &cmds[i]
+		if c.Kind == CmdElse || c.Kind == CmdEndif {
+			return i + 1, nil
+		}
+		v, err := c.Expr.Eval(&w.env)
+		if err != nil {
+			return i, err
+		}
+		// pgbench: a non-zero number is true, NULL false.
+		if v.truth() {
+			return i + 1, nil
+		}
+		i = c.Next
+	}
+}
+
+// queue binds the statement's variables and adds it to the round trip.
+func (w *Worker) queue(c *Command, si int) error {
+	for _, slot := range c.Params {
+		var err error
+		if w.buf, err = w.vars.AppendText(w.buf[:0], slot); err != nil {
+			return err
+		}
+		w.sess.SetText(slot, w.buf)
+	}
+	w.sess.Queue(si)
+	return nil
+}
+
+// send sends the round trip.
+func (w *Worker) send(ctx context.Context) (step.Outcome, bool, error) {
+	w.sent = time.Now()
+	if err := w.sess.Send(); err != nil {
+		return w.fail(ctx, err)
+	}
+	return w.out, true, nil
+}
+
+// inCommit reports whether losing the round trip in flight leaves its
+// outcome unknown: it holds a COMMIT (or END), or a statement that may
+// write outside a transaction block (inTx: one was open before the round
+// trip; a BEGIN in it opens one).
+func (w *Worker) inCommit(inTx bool) bool {
+	for _, ci := range w.flight {
+		si := w.p.stmt[w.cur][ci]
+		switch {
+		case w.p.commits[si]:
+			return true
+		case w.p.begins[si]:
+			inTx = true
+		case !inTx && w.p.writes[si]:
+			return true
+		}
+	}
+	return false
+}
+
+// fail handles an error of the round trip in flight (or of its send): a
+// lost connection ends the step; otherwise the transaction is rolled back,
+// and a serialization failure or deadlock runs the script again from the
+// start with the same draws.
+func (w *Worker) fail(ctx context.Context, err error) (step.Outcome, bool, error) {
+	inTx := w.sess.InTx()
+	lost := w.sess.Lost(ctx, err, w.inCommit(inTx), &w.out)
+	_, code := w.sess.Classify(err, false, w.out.Attempts)
+	if len(w.flight) > 0 {
+		// The error is the round trip's: it counts for its first
+		// statement (in a pipeline the session does not say which).
+		w.failed = append(w.failed, timedStmt{si: w.p.stmt[w.cur][w.flight[0]], code: code})
+	}
+	w.flight = w.flight[:0]
+	if lost {
+		return w.out, false, nil
+	}
+	if w.sess.InTx() {
+		if rerr := w.sess.Rollback(); rerr != nil {
+			w.out.Class, w.out.SQLState = w.sess.Classify(rerr, false, w.out.Attempts)
+			w.out.Class, w.out.Err = step.ClassConnError, rerr
+			return w.out, false, nil
+		}
+	}
+	if w.sess.Retryable(code) && w.out.Attempts < w.p.maxTries && ctx.Err() == nil {
+		if w.out.Attempts == 1 {
+			w.retried = w.retried[:0]
+		}
+		w.retried = append(w.retried, code)
+		w.out.Retried = w.retried
+		w.out.Attempts++
+		*w.env.Rand = w.saved
+		w.pc, w.pipe = 0, false
+		return w.run(ctx)
+	}
+	w.out.Class, w.out.SQLState = w.sess.Classify(err, false, w.out.Attempts)
+	if !w.sess.Retryable(code) {
+		w.out.Class = step.ClassFailedError
+	}
+	w.out.Err = err
+	return w.out, false, nil
+}
+
+// scriptErr is an error of the script itself (an expression, a variable, a
+// \gset, a shell command): the run stops, naming the command.
+func (w *Worker) scriptErr(c *Command, err error) error {
+	s := w.p.scripts[w.cur]
+	return errs.Usage("fix the script (docs/scripts.md describes what pgbench's scripts may do)",
+		"%s:%d: %s: %v (client %d)", s.Name, c.Line, oneLine(c.Text, 80), err, w.id)
+}
+
+func oneLine(s string, n int) string {
+	s = spaceRe.ReplaceAllString(strings.TrimSpace(s), " ")
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	return s
+}
+
+// sleep is \sleep: it blocks the worker (the step's latency includes it,
+// as in pgbench).
+func (w *Worker) sleep(ctx context.Context, c *Command) error {
+	n := c.SleepConst
+	if c.SleepVar >= 0 {
+		v, err := w.vars.Value(c.SleepVar)
+		if err != nil {
+			return err
+		}
+		if n, err = v.toInt(); err != nil {
+			return fmt.Errorf("\\sleep: %v", err)
+		}
+	}
+	d := time.Duration(n*c.SleepUnit) * time.Microsecond
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// shell is \shell and \setshell: the command runs with its words, a word
+// :name being the variable's value (::x is the word :x); \setshell sets
+// the variable to its output, an integer.
+func (w *Worker) shell(ctx context.Context, c *Command) error {
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		switch {
+		case strings.HasPrefix(a, "::"):
+			args[i] = a[1:]
+		case strings.HasPrefix(a, ":"):
+			slot, ok := w.p.scope.Lookup(a[1:])
+			if !ok || !w.vars.IsSet(slot) {
+				return fmt.Errorf("undefined variable %q", a[1:])
+			}
+			v, err := w.vars.Text(slot)
+			if err != nil {
+				return err
+			}
+			args[i] = v
+		default:
+			args[i] = a
+		}
+	}
+	// As pgbench: the words, joined, are a command line of the shell.
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", strings.Join(args, " "))
+	if c.Kind == CmdShell {
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		return err
+	}
+	// The first line of the output is the value.
+	line, _, _ := strings.Cut(string(out), "\n")
+	v, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if err != nil {
+		return fmt.Errorf("\\setshell: the command's output %q is not an integer", strings.TrimSpace(line))
+	}
+	w.vars.SetValue(c.Var, Int(v))
+	return nil
+}
