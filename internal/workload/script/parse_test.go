@@ -257,3 +257,29 @@ func TestProgramRefuses(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestFollowServerAuto: auto follows the server processes when every
+// statement is a SELECT (as tpcb's select-only), not otherwise.
+func TestFollowServerAuto(t *testing.T) {
+	dir := t.TempDir()
+	for text, want := range map[string]bool{
+		"\\set aid random(1, 10)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n": true,
+		"BEGIN;\nSELECT 1;\nEND;\n":                    false,
+		"select 1;\nUPDATE t SET x = 1 WHERE false;\n": false,
+	} {
+		f := filepath.Join(dir, "f.sql")
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := loadProgram([]FileSpec{{f, 1}}, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for mode, w := range map[string]bool{"auto": want, "on": true, "off": false} {
+			r := &scriptRun{prog: p, p: params{FollowServer: mode}}
+			if got := r.follow(); got != w {
+				t.Errorf("%q with %s: follow %v, want %v", text, mode, got, w)
+			}
+		}
+	}
+}

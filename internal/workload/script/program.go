@@ -173,6 +173,7 @@ func usageOf(err error) error {
 var (
 	commitRe = regexp.MustCompile(`(?i)^\s*(commit|end)\b`)
 	beginRe  = regexp.MustCompile(`(?i)^\s*(begin|start)\b`)
+	selectRe = regexp.MustCompile(`(?i)^\s*select\b`)
 	readRe   = regexp.MustCompile(`(?i)^\s*(select|begin|start|show|values|table|explain|set|savepoint|release|rollback|abort|prepare)\b`)
 	spaceRe  = regexp.MustCompile(`\s+`)
 )

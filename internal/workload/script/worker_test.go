@@ -453,3 +453,30 @@ INSERT INTO seen VALUES (:me, :x);
 		t.Fatalf("%d clients stored their :me, want 3", n)
 	}
 }
+
+// TestStepAllocations: a warm worker's transaction of the built-in
+// scripts allocates (almost) nothing: the interpreter, the parameters and
+// the per-statement timing reuse their memory.
+func TestStepAllocations(t *testing.T) {
+	d := newScriptDB(t)
+	d.pgbench(t, "-i", "-q", "-s", "1")
+	root := testutil.RepoRoot(t)
+	for _, name := range []string{"select-only", "tpcb-like"} {
+		p := testProgram(t, []FileSpec{{filepath.Join(root, "examples", "scripts", name+".sql"), 1}}, nil, 1, 9, 1, 1)
+		w := d.workers(t, p)[0]
+		ctx := context.Background()
+		for range 50 {
+			if _, err := w.Step(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		allocs := testing.AllocsPerRun(200, func() {
+			if _, err := w.Step(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs > 0.5 {
+			t.Errorf("%s: %.1f allocations per transaction, want 0", name, allocs)
+		}
+	}
+}

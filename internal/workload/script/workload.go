@@ -56,6 +56,8 @@ func (Workload) Options() option.Set {
 			Doc: "concurrent clients, each with its own connection"},
 		{Name: "threads", Short: "j", Kind: option.KindInt, Default: "0", HasMin: true, Role: option.RoleThreads,
 			Doc: "driver threads serving the clients, as pgbench -j (0 = one per core, at most one per client); scripts with \\sleep or \\shell get a thread per client"},
+		{Name: "follow_server", Kind: option.KindString, Default: "auto", Enum: []string{"auto", "on", "off"},
+			Doc: "closed loop, with fewer threads than clients and one per CPU: pin each thread to a CPU and serve each connection from the thread on its server process's CPU (auto: on when every statement is a SELECT)"},
 		{Name: "duration", Short: "T", Kind: option.KindDuration, Default: "60s", Role: option.RoleDuration,
 			DefaultText: "1m unless {transactions}", Doc: "measured duration"},
 		{Name: "transactions", Short: "t", Kind: option.KindInt, HasMin: true, Role: option.RoleCount,
@@ -270,6 +272,7 @@ type params struct {
 	ScaleFrom    string        `json:"scale_from"` // option, define, pgbench_branches, default
 	Clients      int           `json:"clients"`
 	Threads      int           `json:"threads,omitempty"`
+	FollowServer string        `json:"follow_server,omitempty"` // auto, on or off
 	Duration     time.Duration `json:"duration_ns"`
 	Transactions int64         `json:"transactions_per_client"`
 	Warmup       time.Duration `json:"warmup_ns"`
@@ -307,7 +310,7 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 		return nil, err
 	}
 	r := &scriptRun{t: t, ss: t, exec: x, prog: prog}
-	r.p = params{Clients: x.Workers, Threads: x.Threads, Duration: x.Duration, Transactions: x.Count, Warmup: x.Warmup,
+	r.p = params{Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"), Duration: x.Duration, Transactions: x.Count, Warmup: x.Warmup,
 		Rate: x.Rate, LatencyLimit: x.LatencyLimit, MaxTries: int(o.Int("max_tries")), AllowShell: o.Bool("allow_shell"),
 		Seed: env.Seed, MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
 	for i, f := range files {
@@ -418,9 +421,28 @@ func (r *scriptRun) Params() any { return r.p }
 func (r *scriptRun) Exec() workload.Exec {
 	x := r.exec
 	x.Threads = runThreads(r.p.Threads, r.p.Clients)
-	return workload.Exec{Exec: x, NewThread: r.ss.NewThread,
+	return workload.Exec{Exec: x, NewThread: r.ss.NewThread, FollowServer: r.follow(),
 		OnMeasureStart: func() { r.prog.measuring.Store(true) },
 		OnMeasureEnd:   func() { r.prog.measuring.Store(false) }}
+}
+
+// follow resolves --follow-server: auto turns it on when every statement
+// of the scripts is a SELECT, as tpcb's auto does for select-only: each
+// server process then keeps to its CPU; where they wait on row locks and
+// WAL flushes they move, and pinned threads were measured slower.
+func (r *scriptRun) follow() bool {
+	switch r.p.FollowServer {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	for _, st := range r.prog.stmts {
+		if !selectRe.MatchString(st.SQL) {
+			return false
+		}
+	}
+	return true
 }
 
 // runThreads is the thread count for --threads n (0: one per core, at most
