@@ -97,7 +97,12 @@ func TestServerRestartMidRun(t *testing.T) {
 	if outageErrors < 1 || first.StartS < 1 || last.EndS > 7 {
 		t.Errorf("outages %+v: want errors and windows inside the run (restart ~3 s in)", s.Outages)
 	}
-	if last.EndS-first.StartS < took.Seconds()/4 {
+	// took is the whole Restart call (stop, start, and its own polling
+	// for readiness), longer than the server's unavailability, the more
+	// so on a loaded machine (a make test run: 54 ms of outage for a
+	// 238 ms call, failed reconnects included); a window without the
+	// failed reconnects is a single instant.
+	if last.EndS-first.StartS < took.Seconds()/8 {
 		t.Errorf("outages %.3f s .. %.3f s are much shorter than the %v restart: failed reconnects are not part of them", first.StartS, last.EndS, took)
 	}
 	if !strings.Contains(r.stdout, "outage:") || !strings.Contains(r.stdout, "57P01") {
