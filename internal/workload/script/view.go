@@ -1,6 +1,7 @@
 package script
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -116,7 +117,7 @@ func errText(st StmtResult) string {
 // and each statement's latency.
 func (Workload) Section(runs []*results.Run) (*results.Section, error) {
 	v := &results.Section{ID: "script", Title: "Script runs (pgbench script files)",
-		Intro: "Per run: each script's committed transactions and latency, and each statement's round trips, latency from the send to the reply and errors by SQLSTATE, over the measured window."}
+		Intro: "Each statement's p95 latency side by side when the runs ran the same statements; then per run each script's committed transactions and latency, and each statement's round trips, latency from the send to the reply and errors by SQLSTATE, over the measured window."}
 	for _, rd := range runs {
 		if rd.Summary == nil {
 			continue
@@ -143,7 +144,69 @@ func (Workload) Section(runs []*results.Run) (*results.Section, error) {
 	if len(v.Runs) == 0 {
 		return nil, nil
 	}
+	if t, ok := acrossRuns(runs); ok {
+		v.Tables = append(v.Tables, t)
+	}
 	return v, nil
+}
+
+// acrossRuns is a table of each statement's p95 latency in every run, when
+// two or more runs ran the same statements (an experiment's
+// configurations side by side); each column names the run, its clients and
+// its -D values.
+func acrossRuns(runs []*results.Run) (results.Table, bool) {
+	type col struct {
+		label string
+		x     *Summary
+	}
+	var cols []col
+	key := func(x *Summary) string {
+		var b strings.Builder
+		for _, s := range x.Scripts {
+			for _, st := range s.Statements {
+				fmt.Fprintf(&b, "%s:%d:%s\n", s.Name, st.Line, st.Command)
+			}
+		}
+		return b.String()
+	}
+	var want string
+	for _, rd := range runs {
+		if rd.Summary == nil || rd.Summary.Measured == nil {
+			continue
+		}
+		x := extraOf(rd.Summary)
+		if len(x.Scripts) == 0 {
+			continue
+		}
+		if k := key(x); want == "" {
+			want = k
+		} else if k != want {
+			return results.Table{}, false
+		}
+		label := fmt.Sprintf("run %d, %d clients", rd.ID, rd.Summary.Clients)
+		var p params
+		if json.Unmarshal(rd.Run.Params, &p) == nil && len(p.Defines) > 0 {
+			label += ", " + strings.Join(p.Defines, " ")
+		}
+		cols = append(cols, col{label, x})
+	}
+	if len(cols) < 2 {
+		return results.Table{}, false
+	}
+	t := results.Table{Name: "p95 latency of each statement (ms), by run", Left: 3, Columns: []string{"script", "line", "command"}}
+	for _, c := range cols {
+		t.Columns = append(t.Columns, c.label)
+	}
+	for si, s := range cols[0].x.Scripts {
+		for sti, st := range s.Statements {
+			row := []string{s.Name, strconv.Itoa(st.Line), oneLine(st.Command, 50)}
+			for _, c := range cols {
+				row = append(row, ms(c.x.Scripts[si].Statements[sti].LatencyMs.P95))
+			}
+			t.Row(row...)
+		}
+	}
+	return t, true
 }
 
 func scaleFrom(s string) string {
