@@ -268,6 +268,36 @@ func RunTimeByRoles(w Workload, o option.Values) (time.Duration, bool) {
 	return x.Duration + x.Warmup, true
 }
 
+// TxOptions declares the executor's options of a workload whose run is
+// clients running transactions (tpcb, script), in one wording: clients,
+// threads, duration, transaction count, warm-up, rate, latency limit,
+// seed and the error and outage thresholds. A workload adds its own
+// around them, and may reword one (Set.Lookup).
+func TxOptions() option.Set {
+	return option.Set{
+		{Name: "clients", Short: "c", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true, Max: 10000, HasMax: true, Role: option.RoleWorkers,
+			Doc: "concurrent clients, each with its own connection"},
+		{Name: "threads", Short: "j", Kind: option.KindInt, Default: "0", HasMin: true, Role: option.RoleThreads,
+			Doc: "driver threads serving the clients, as pgbench -j (0 = one per core, at most one per client)"},
+		{Name: "duration", Short: "T", Kind: option.KindDuration, Default: "60s", Role: option.RoleDuration,
+			DefaultText: "1m unless {transactions}", Doc: "measured duration"},
+		{Name: "transactions", Short: "t", Kind: option.KindInt, HasMin: true, Role: option.RoleCount,
+			Doc: "transactions per client (like pgbench -t), instead of a duration"},
+		{Name: "warmup", Kind: option.KindDuration, Role: option.RoleWarmup,
+			Doc: "warm-up before measuring (run, not counted)"},
+		{Name: "rate", Short: "R", Kind: option.KindFloat, HasMin: true, Role: option.RoleRate,
+			Doc: "open loop: target transactions per second in total (Poisson schedule)"},
+		{Name: "latency_limit", Short: "L", Kind: option.KindDuration, Role: option.RoleLatencyLimit,
+			Doc: "with a rate: skip transactions later than this, count completed ones over it as late"},
+		{Name: "seed", Kind: option.KindInt, FlagOnly: true, Role: option.RoleSeed,
+			Doc: "random seed (0 = from the clock; stored with the run)"},
+		{Name: "max_errors_pct", Kind: option.KindFloat, Default: "1", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxErrorsPct,
+			Doc: "exit with code 4 when errors exceed this percentage of transactions"},
+		{Name: "max_outage_pct", Kind: option.KindFloat, Default: "5", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxOutagePct,
+			Doc: "exit with code 4 (status errors) when outages (the server unreachable) cover more than this percentage of the measured window"},
+	}
+}
+
 // Validator checks rules across a phase's options, beyond each option's
 // own (errors are *option.Error, naming options as {name}).
 type Validator interface {

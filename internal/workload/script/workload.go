@@ -41,7 +41,7 @@ func (Workload) Meta() workload.Meta {
 
 // Options declares the run's options.
 func (Workload) Options() option.Set {
-	return option.Set{
+	return append(option.Set{
 		{Name: "init_file", Kind: option.KindString, Default: "", Load: true, Rebase: rebasePath,
 			Doc: "an SQL file that builds the scripts' tables and data, run once by the load (its statements one by one; no psql meta-commands)"},
 		{Name: "file", Short: "f", Kind: option.KindList, Validate: checkFiles, Rebase: rebaseFiles,
@@ -52,31 +52,26 @@ func (Workload) Options() option.Set {
 			Doc: "the value of :scale (0 = the rows of pgbench_branches when it exists, else 1; -D scale=N also sets it)"},
 		{Name: "allow_shell", Kind: option.KindBool, Default: "false",
 			Doc: "let the scripts run commands on this machine (\\shell, \\setshell)"},
-		{Name: "clients", Short: "c", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true, Max: 10000, HasMax: true, Role: option.RoleWorkers,
-			Doc: "concurrent clients, each with its own connection"},
-		{Name: "threads", Short: "j", Kind: option.KindInt, Default: "0", HasMin: true, Role: option.RoleThreads,
-			Doc: "driver threads serving the clients, as pgbench -j (0 = one per core, at most one per client); scripts with \\sleep or \\shell get a thread per client"},
 		{Name: "follow_server", Kind: option.KindString, Default: "auto", Enum: []string{"auto", "on", "off"},
 			Doc: "closed loop, with fewer threads than clients and one per CPU: pin each thread to a CPU and serve each connection from the thread on its server process's CPU (auto: on when every statement is a SELECT)"},
-		{Name: "duration", Short: "T", Kind: option.KindDuration, Default: "60s", Role: option.RoleDuration,
-			DefaultText: "1m unless {transactions}", Doc: "measured duration"},
-		{Name: "transactions", Short: "t", Kind: option.KindInt, HasMin: true, Role: option.RoleCount,
-			Doc: "transactions (script runs) per client, instead of a duration"},
-		{Name: "warmup", Kind: option.KindDuration, Role: option.RoleWarmup,
-			Doc: "warm-up before measuring (run, not counted)"},
-		{Name: "rate", Short: "R", Kind: option.KindFloat, HasMin: true, Role: option.RoleRate,
-			Doc: "open loop: target transactions per second in total (Poisson schedule)"},
-		{Name: "latency_limit", Short: "L", Kind: option.KindDuration, Role: option.RoleLatencyLimit,
-			Doc: "with a rate: skip transactions later than this, count completed ones over it as late"},
 		{Name: "max_tries", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true,
 			Doc: "tries per transaction for serialization failures and deadlocks, the script run again from its start with the same random values (1 = no retry)"},
-		{Name: "seed", Kind: option.KindInt, FlagOnly: true, Role: option.RoleSeed,
-			Doc: "random seed, as pgbench --random-seed (0 = from the clock; stored with the run)"},
-		{Name: "max_errors_pct", Kind: option.KindFloat, Default: "1", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxErrorsPct,
-			Doc: "exit with code 4 when errors exceed this percentage of transactions"},
-		{Name: "max_outage_pct", Kind: option.KindFloat, Default: "5", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxOutagePct,
-			Doc: "exit with code 4 (status errors) when outages (the server unreachable) cover more than this percentage of the measured window"},
+	}, scriptTxOptions()...)
+}
+
+// scriptTxOptions are the executor's options in the script's words.
+func scriptTxOptions() option.Set {
+	set := workload.TxOptions()
+	for name, doc := range map[string]string{
+		"threads":      "driver threads serving the clients, as pgbench -j (0 = one per core, at most one per client); scripts with \\sleep or \\shell get a thread per client",
+		"transactions": "transactions (script runs) per client, instead of a duration",
+		"seed":         "random seed, as pgbench --random-seed (0 = from the clock; stored with the run)",
+	} {
+		if o, ok := set.Lookup(name); ok {
+			o.Doc = doc
+		}
 	}
+	return set
 }
 
 // checkFiles checks each FILE[@W] item's form (the files are read by

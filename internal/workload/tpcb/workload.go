@@ -34,7 +34,7 @@ func (Workload) Meta() workload.Meta {
 
 // Options declares every option of the workload.
 func (Workload) Options() option.Set {
-	return option.Set{
+	return append(option.Set{
 		{Name: "scale", Short: "s", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true, Load: true,
 			Doc: "scale factor: 100,000 accounts, 10 tellers, 1 branch per unit"},
 		{Name: "fillfactor", Kind: option.KindInt, Default: "100", Min: 10, HasMin: true, Max: 100, HasMax: true, Load: true,
@@ -52,37 +52,17 @@ func (Workload) Options() option.Set {
 
 		{Name: "script", Short: "b", Kind: option.KindString, Default: ScriptTPCB, Enum: Scripts(),
 			Doc: "the pgbench built-in script"},
-		{Name: "clients", Short: "c", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true, Max: 10000, HasMax: true, Role: option.RoleWorkers,
-			Doc: "concurrent clients, each with its own connection"},
-		{Name: "threads", Short: "j", Kind: option.KindInt, Default: "0", HasMin: true, Role: option.RoleThreads,
-			Doc: "driver threads serving the clients, as pgbench -j (0 = one per core, at most one per client)"},
 		{Name: "follow_server", Kind: option.KindString, Default: "auto", Enum: []string{"auto", "on", "off"},
 			Doc: "closed loop, with fewer threads than clients and one per CPU: pin each thread to a CPU and serve each connection from the thread on its server process's CPU (auto: on for select-only)"},
-		{Name: "duration", Short: "T", Kind: option.KindDuration, Default: "60s", Role: option.RoleDuration,
-			DefaultText: "1m unless {transactions}", Doc: "measured duration"},
-		{Name: "transactions", Short: "t", Kind: option.KindInt, HasMin: true, Role: option.RoleCount,
-			Doc: "transactions per client (like pgbench -t), instead of a duration"},
-		{Name: "warmup", Kind: option.KindDuration, Role: option.RoleWarmup,
-			Doc: "warm-up before measuring (run, not counted)"},
-		{Name: "rate", Short: "R", Kind: option.KindFloat, HasMin: true, Role: option.RoleRate,
-			Doc: "open loop: target transactions per second in total (Poisson schedule)"},
-		{Name: "latency_limit", Short: "L", Kind: option.KindDuration, Role: option.RoleLatencyLimit,
-			Doc: "with a rate: skip transactions later than this, count completed ones over it as late"},
 		{Name: "max_tries", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true,
 			Doc: "tries per transaction for serialization failures and deadlocks (1 = no retry)"},
 		{Name: "distribution", Kind: option.KindString, Default: "uniform", Validate: checkDist,
 			Doc: "account choice: uniform, zipfian:S, gaussian:T or exponential:T (pgbench's definitions)"},
 		{Name: "pipeline", Kind: option.KindBool, Default: "false",
 			Doc: "send each transaction's statements in one round trip (pgbench \\startpipeline)"},
-		{Name: "seed", Kind: option.KindInt, FlagOnly: true, Role: option.RoleSeed,
-			Doc: "random seed (0 = from the clock; stored with the run)"},
 		{Name: "no_check", Kind: option.KindBool, Default: "false", Role: option.RoleNoCheck,
 			Doc: "skip the consistency check after the run"},
-		{Name: "max_errors_pct", Kind: option.KindFloat, Default: "1", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxErrorsPct,
-			Doc: "exit with code 4 when errors exceed this percentage of transactions"},
-		{Name: "max_outage_pct", Kind: option.KindFloat, Default: "5", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxOutagePct,
-			Doc: "exit with code 4 (status errors) when outages (the server unreachable) cover more than this percentage of the measured window"},
-	}
+	}, workload.TxOptions()...)
 }
 
 // RunTime: the duration and warm-up (unknown with a transaction count).
