@@ -167,7 +167,12 @@ matrix:
 	}
 	time.Sleep(300 * time.Millisecond)
 	js3 := tempPath(t, "tls.json")
-	h.must(0, "run", "tpcb", "--duration", "1s", "--clients", "2", "--results", results, "--json", js3, "--dsn", strings.Replace(dsn, "sslmode=disable", "sslmode=require", 1))
+	// Two clients on one thread: a TLS connection cannot be polled, so
+	// each client gets a thread of its own, and the run says so.
+	tr := h.must(0, "run", "tpcb", "--duration", "1s", "--clients", "2", "--threads", "1", "--results", results, "--json", js3, "--dsn", strings.Replace(dsn, "sslmode=disable", "sslmode=require", 1))
+	if !strings.Contains(tr.stderr, "the 2 clients ran on 2 threads, not 1: their connections cannot be multiplexed") {
+		t.Errorf("the TLS run does not say its clients were not multiplexed:\n%s", tr.stderr)
+	}
 	var tls struct {
 		RunID int64 `json:"run_id"`
 	}

@@ -235,6 +235,9 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 	for _, w := range v.Warnings {
 		req.emit(Event{Kind: EventWarning, Text: w})
 	}
+	if note := threadsNote(x.Threads, res); note != "" {
+		req.emit(Event{Kind: EventWarning, Text: note})
+	}
 	sum.Extra = v.Extra
 	if v.Check != nil {
 		if sum.Check, err = json.Marshal(v.Check); err != nil {
@@ -365,4 +368,15 @@ func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summar
 	}
 	req.emit(Event{Kind: EventSaved, RunID: id, Path: req.Store.Path()})
 	return id, nil
+}
+
+// threadsNote says when the workers were to be multiplexed on fewer
+// threads and were not: their connections could not be polled (TLS, a
+// connection that is not a plain socket) or a worker declined (a script
+// that sleeps); each then had a thread of its own.
+func threadsNote(threads int, res *run.Result) string {
+	if res == nil || threads <= 0 || threads >= res.Workers || res.Threads != res.Workers {
+		return ""
+	}
+	return fmt.Sprintf("the %d clients ran on %d threads, not %d: their connections cannot be multiplexed (TLS, or not a plain socket; or a script with \\sleep or \\shell), so each had a thread of its own", res.Workers, res.Threads, threads)
 }

@@ -416,6 +416,11 @@ func (r *scriptRun) Params() any { return r.p }
 func (r *scriptRun) Exec() workload.Exec {
 	x := r.exec
 	x.Threads = runThreads(r.p.Threads, r.p.Clients)
+	if !r.prog.mux {
+		// A script that blocks its client (\sleep, \shell) has a
+		// thread per client (Worker.Multiplex declines).
+		x.Threads = r.p.Clients
+	}
 	return workload.Exec{Exec: x, NewThread: r.ss.NewThread, FollowServer: r.follow(),
 		OnMeasureStart: func() { r.prog.measuring.Store(true) },
 		OnMeasureEnd:   func() { r.prog.measuring.Store(false) }}
