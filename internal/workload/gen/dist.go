@@ -102,71 +102,23 @@ func (d Dist) Validate() error {
 	return nil
 }
 
-// Int draws an integer in [min, max] (inclusive) from d.
-func (d Dist) Int(r *rand.Rand, min, max int64) int64 {
+// Int draws an integer in [min, max] (inclusive) from d, with pgbench's
+// random, random_exponential, random_gaussian or random_zipfian.
+func (d Dist) Int(p *PRNG, min, max int64) int64 {
 	switch d.Kind {
 	case Exponential:
-		return ExponentialInt(r, min, max, d.Param)
+		return p.Exponential(min, max, d.Param)
 	case Gaussian:
-		return GaussianInt(r, min, max, d.Param)
+		return p.Gaussian(min, max, d.Param)
 	case Zipfian:
-		return ZipfianInt(r, min, max, d.Param)
+		return p.Zipfian(min, max, d.Param)
 	default:
-		return UniformInt(r, min, max)
+		return p.Random(min, max)
 	}
 }
 
-// UniformInt draws uniformly from [min, max].
-func UniformInt(r *rand.Rand, min, max int64) int64 {
-	return min + r.Int64N(max-min+1)
-}
-
-// ExponentialInt draws from [min, max] with density proportional to
-// exp(-param*(x-min)/(max-min+1)), as pgbench's random_exponential.
-func ExponentialInt(r *rand.Rand, min, max int64, param float64) int64 {
-	cut := math.Exp(-param)
-	u := 1.0 - r.Float64() // (0, 1]
-	v := -math.Log(cut+(1.0-cut)*u) / param
-	return min + int64(float64(max-min+1)*v)
-}
-
-// GaussianInt draws from a normal distribution centred on the middle of
-// [min, max] and truncated at ±param standard deviations, as pgbench's
-// random_gaussian.
-func GaussianInt(r *rand.Rand, min, max int64, param float64) int64 {
-	var z float64
-	for {
-		// Box-Muller transform; u1 in (0, 1] so the log is finite.
-		u1 := 1.0 - r.Float64()
-		u2 := r.Float64()
-		z = math.Sqrt(-2.0*math.Log(u1)) * math.Sin(2.0*math.Pi*u2)
-		if z >= -param && z < param {
-			break
-		}
-	}
-	v := (z + param) / (2.0 * param)
-	return min + int64(float64(max-min+1)*v)
-}
-
-// ZipfianInt draws from a Zipf distribution of exponent s over [min, max]
-// (min most frequent), using rejection-inversion as described in Devroye,
-// "Non-Uniform Random Variate Generation" (1986), pp. 550-551, which is the
-// method pgbench documents for random_zipfian.
-func ZipfianInt(r *rand.Rand, min, max int64, s float64) int64 {
-	n := float64(max - min + 1)
-	b := math.Pow(2.0, s-1.0)
-	for {
-		u := 1.0 - r.Float64()
-		v := r.Float64()
-		x := math.Floor(math.Pow(u, -1.0/(s-1.0)))
-		t := math.Pow(1.0+1.0/x, s-1.0)
-		if v*x*(t-1.0)/(b-1.0) <= t/b && x <= n {
-			return min + int64(x) - 1
-		}
-	}
-}
-
-// NewRand makes a seeded PCG generator; stream separates workers that share a seed.
+// NewRand makes a seeded PCG generator; stream separates workers that share
+// a seed (tpcc's inputs; the pgbench-compatible draws use PRNG).
 func NewRand(seed int64, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), stream*0x9E3779B97F4A7C15+1))
 }

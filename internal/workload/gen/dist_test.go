@@ -28,7 +28,7 @@ func critical999(df int) float64 {
 
 func draw(t *testing.T, d Dist, min, max int64, n int) []int {
 	t.Helper()
-	r := NewRand(42, 7)
+	r := NewPRNG(42)
 	obs := make([]int, max-min+1)
 	for i := 0; i < n; i++ {
 		v := d.Int(r, min, max)
@@ -142,5 +142,50 @@ func TestSeededDeterminism(t *testing.T) {
 	}
 	if !same || !diff {
 		t.Fatalf("seeded streams: same=%v diff=%v", same, diff)
+	}
+}
+
+// TestZipfianLargeRange: random_zipfian's draws over 1000 values follow P(k) ∝ 1/k^s
+// (chi-square over the first 20 values and the rest, 99.9% level).
+func TestZipfianLargeRange(t *testing.T) {
+	const n, s, draws = 1000, 1.2, 200_000
+	p := NewPRNG(99)
+	counts := make([]float64, 21)
+	for range draws {
+		k := p.Zipfian(1, n, s)
+		if k < 1 || k > n {
+			t.Fatalf("zipfian draw %d outside [1, %d]", k, n)
+		}
+		counts[min(k, 21)-1]++
+	}
+	var h float64
+	for k := 1; k <= n; k++ {
+		h += math.Pow(float64(k), -s)
+	}
+	var chi2 float64
+	rest := 1.0
+	for k := 1; k <= 21; k++ {
+		pk := math.Pow(float64(k), -s) / h
+		if k == 21 {
+			pk = rest
+		}
+		rest -= pk
+		e := pk * draws
+		chi2 += (counts[k-1] - e) * (counts[k-1] - e) / e
+	}
+	// 20 degrees of freedom: the 99.9% quantile is 45.3.
+	if chi2 > 45.3 {
+		t.Errorf("chi-square %.1f over 20 degrees of freedom: the draws do not follow 1/k^%.1f", chi2, s)
+	}
+}
+
+// TestClientPRNG: a client's generator made alone is the one Seeds makes
+// for it among all the clients.
+func TestClientPRNG(t *testing.T) {
+	all, _ := Seeds(77, 5)
+	for id := range all {
+		if a, b := ClientPRNG(77, id).Uint64(), all[id].Uint64(); a != b {
+			t.Errorf("client %d: %x alone, %x from Seeds", id, a, b)
+		}
 	}
 }

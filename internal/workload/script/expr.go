@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/tunebench/tunebench/internal/workload/gen"
 )
 
 // The expression language of pgbench's \set and \if (its documentation,
@@ -576,13 +578,13 @@ func random(p *PRNG, f fn, a []Value) (Value, error) {
 	}
 	switch f {
 	case fnRandomGaussian:
-		if param < MinGaussianParam {
-			return Value{}, evalErrorf("gaussian parameter must be at least %f (not %f)", MinGaussianParam, param)
+		if param < gen.MinGaussianParam {
+			return Value{}, evalErrorf("gaussian parameter must be at least %f (not %f)", gen.MinGaussianParam, param)
 		}
 		return Int(p.Gaussian(lb, ub, param)), nil
 	case fnRandomZipfian:
-		if param < MinZipfianParam || param > MaxZipfianParam {
-			return Value{}, evalErrorf("zipfian parameter must be in range [%.3f, %.0f] (not %f)", MinZipfianParam, MaxZipfianParam, param)
+		if param < gen.MinZipfianParam || param > gen.MaxZipfianParam {
+			return Value{}, evalErrorf("zipfian parameter must be in range [%.3f, %.0f] (not %f)", gen.MinZipfianParam, gen.MaxZipfianParam, param)
 		}
 		return Int(p.Zipfian(lb, ub, param)), nil
 	default:

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/tunebench/tunebench/internal/workload/gen"
 )
 
 // eval parses and evaluates text with the variables given (name=value
@@ -23,7 +25,7 @@ func eval(t *testing.T, text string, vars map[string]string) (Value, error) {
 	if i, ok := sc.Lookup("default_seed"); ok && !vs.IsSet(i) {
 		vs.SetValue(i, Int(5432))
 	}
-	return e.Eval(&Env{Vars: vs, Rand: NewPRNG(1)})
+	return e.Eval(&Env{Vars: vs, Rand: gen.NewPRNG(1)})
 }
 
 // TestPgbenchDocumentedExamples: the examples of pgbench's documentation
@@ -197,11 +199,11 @@ func TestGreaterThanDrawsRightFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.Eval(&Env{Vars: NewVars(sc), Rand: NewPRNG(7)})
+	got, err := e.Eval(&Env{Vars: NewVars(sc), Rand: gen.NewPRNG(7)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewPRNG(7)
+	p := gen.NewPRNG(7)
 	r2 := p.Random(1000001, 2000000) // right side first
 	_ = r2
 	r3 := p.Random(1, 1000000)

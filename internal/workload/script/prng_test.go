@@ -3,13 +3,14 @@ package script
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/tunebench/tunebench/internal/testutil"
+
+	"github.com/tunebench/tunebench/internal/workload/gen"
 )
 
 // drawScript draws from every random function and hash of pgbench's and
@@ -84,7 +85,7 @@ func TestDrawsMatchPgbench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gens, defSeed := Seeds(seed, clients)
+	gens, defSeed := gen.Seeds(seed, clients)
 	names := []string{"r", "e", "g", "z", "z2", "p", "p2", "h", "f", "big", "odd"}
 	for c := 0; c < clients; c++ {
 		vs := NewVars(sc)
@@ -161,39 +162,5 @@ func TestPermuteIsABijection(t *testing.T) {
 	// Values beyond the size are taken modulo it.
 	if Permute(1003, 1000, 5) != Permute(3, 1000, 5) {
 		t.Error("permute(v) differs from permute(v mod size)")
-	}
-}
-
-// TestZipfianHistogram: random_zipfian's draws follow P(k) ∝ 1/k^s
-// (chi-square over the first 20 values and the rest, 99.9% level).
-func TestZipfianHistogram(t *testing.T) {
-	const n, s, draws = 1000, 1.2, 200_000
-	p := NewPRNG(99)
-	counts := make([]float64, 21)
-	for range draws {
-		k := p.Zipfian(1, n, s)
-		if k < 1 || k > n {
-			t.Fatalf("zipfian draw %d outside [1, %d]", k, n)
-		}
-		counts[min(k, 21)-1]++
-	}
-	var h float64
-	for k := 1; k <= n; k++ {
-		h += math.Pow(float64(k), -s)
-	}
-	var chi2 float64
-	rest := 1.0
-	for k := 1; k <= 21; k++ {
-		pk := math.Pow(float64(k), -s) / h
-		if k == 21 {
-			pk = rest
-		}
-		rest -= pk
-		e := pk * draws
-		chi2 += (counts[k-1] - e) * (counts[k-1] - e) / e
-	}
-	// 20 degrees of freedom: the 99.9% quantile is 45.3.
-	if chi2 > 45.3 {
-		t.Errorf("chi-square %.1f over 20 degrees of freedom: the draws do not follow 1/k^%.1f", chi2, s)
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/target"
+
+	"github.com/tunebench/tunebench/internal/workload/gen"
 )
 
 // FileSpec is one --file: a script file and its weight (FILE[@W], as
@@ -288,7 +290,7 @@ func usesVar(text, name string) bool {
 // start fixes the run's values: the scale, the seed and the clients.
 func (p *program) start(scale int64, seed int64, clients, maxTries int) {
 	p.scale, p.seed, p.maxTries = scale, uint64(seed), maxTries
-	p.clients, p.defSeed = Seeds(p.seed, clients)
+	p.clients, p.defSeed = gen.Seeds(p.seed, clients)
 }
 
 // columnSlots gives the variables of every \gset and \aset their slots,

@@ -18,6 +18,8 @@ import (
 	"github.com/tunebench/tunebench/internal/step"
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
 	"github.com/tunebench/tunebench/internal/testutil"
+
+	"github.com/tunebench/tunebench/internal/workload/gen"
 )
 
 // pg is the server of the tests that run scripts; each test has its own
@@ -357,7 +359,7 @@ END;
 	}
 	// The retried attempts drew the same v: the values are the first
 	// 10 draws of client 0's generator.
-	gens, _ := Seeds(5, 1)
+	gens, _ := gen.Seeds(5, 1)
 	g := gens[0]
 	rows, err := d.conn.Query(context.Background(), "SELECT v FROM out ORDER BY n")
 	if err != nil {

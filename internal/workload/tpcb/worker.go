@@ -2,7 +2,6 @@ package tpcb
 
 import (
 	"context"
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/tunebench/tunebench/internal/errs"
@@ -100,7 +99,7 @@ func sessionSpec(id int, script string, big bool) *target.SessionSpec {
 type Worker struct {
 	o     RunOptions
 	sess  target.Session
-	rng   *rand.Rand
+	rng   *gen.PRNG
 	steps int  // statements of the script
 	end   bool // its last statement commits (END)
 
@@ -114,7 +113,7 @@ type Worker struct {
 // surface as errors here.
 func NewWorker(ctx context.Context, ss target.Sessions, o RunOptions, id int) (*Worker, error) {
 	spec := sessionSpec(id, o.Script, o.Scale >= BigintScale)
-	w := &Worker{o: o, rng: gen.NewRand(o.Seed, uint64(id)+1), steps: len(spec.Stmts), end: spec.Stmts[len(spec.Stmts)-1].SQL == sqlEnd}
+	w := &Worker{o: o, rng: gen.ClientPRNG(uint64(o.Seed), id), steps: len(spec.Stmts), end: spec.Stmts[len(spec.Stmts)-1].SQL == sqlEnd}
 	sess, err := ss.NewSession(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -236,14 +235,20 @@ func (w *Worker) inCommit() bool {
 	return w.cur == w.steps-1 && w.end
 }
 
-// draw picks the transaction's values as pgbench's scripts do: aid with the
-// chosen distribution, bid and tid uniform, delta uniform in [-5000, 5000].
+// draw picks the transaction's values as pgbench's built-in scripts do,
+// with its generator and in its order: aid with the chosen distribution,
+// then (not in select-only) bid and tid uniform and delta uniform in
+// [-5000, 5000]. With the same seed, client id draws what pgbench's client
+// id draws (TestDrawsAsPgbenchBuiltin).
 func (w *Worker) draw() {
 	scale := int64(w.o.Scale)
 	w.sess.SetInt(pAid, w.o.Dist.Int(w.rng, 1, AccountsPerScale*scale))
-	w.sess.SetInt(pBid, gen.UniformInt(w.rng, 1, BranchesPerScale*scale))
-	w.sess.SetInt(pTid, gen.UniformInt(w.rng, 1, TellersPerScale*scale))
-	w.sess.SetInt(pDelta, gen.UniformInt(w.rng, -5000, 5000))
+	if w.o.Script == ScriptSelectOnly {
+		return
+	}
+	w.sess.SetInt(pBid, w.rng.Random(1, BranchesPerScale*scale))
+	w.sess.SetInt(pTid, w.rng.Random(1, TellersPerScale*scale))
+	w.sess.SetInt(pDelta, w.rng.Random(-5000, 5000))
 }
 
 // send sends the round trip of statement cur (all statements in a
