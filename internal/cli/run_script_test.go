@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -83,10 +84,38 @@ func TestRunScriptFiles(t *testing.T) {
 	}
 	h.must(0, "check", "tpcb", "--server-dir", srv.Dir(), "-d", db)
 
-	// The open loop, with latency from the schedule.
-	r := h.must(0, "run", "script", "--server-dir", srv.Dir(), "-d", db, "--results", results, "-f", tpcb, "-c", "2", "-R", "100", "-T", "1s")
+	// The open loop, with latency from the schedule; -D scale wins over
+	// the rows of pgbench_branches, and the summary records its number.
+	js2 := tempPath(t, "open.json")
+	r := h.must(0, "run", "script", "--server-dir", srv.Dir(), "-d", db, "--results", results, "-f", tpcb, "-c", "2", "-R", "100", "-T", "1s",
+		"-D", "scale=3", "--json", js2)
 	if !strings.Contains(r.stdout, "open loop: target 100.0 tps") {
 		t.Errorf("open loop:\n%s", r)
+	}
+	var open struct {
+		Scale     int    `json:"scale"`
+		ScaleFrom string `json:"scale_from"`
+	}
+	if b, err := os.ReadFile(js2); err != nil || json.Unmarshal(b, &open) != nil || open.Scale != 3 || open.ScaleFrom != "define" {
+		t.Errorf("-D scale=3: the summary has scale %d from %q (%v)", open.Scale, open.ScaleFrom, err)
+	}
+
+	// load script runs an init file's statements one by one (VACUUM
+	// cannot run in a transaction block) and refuses a meta-command.
+	initf := filepath.Join(dir, "init.sql")
+	if err := os.WriteFile(initf, []byte("CREATE TABLE kv (k int PRIMARY KEY, v int);\nINSERT INTO kv SELECT g, 0 FROM generate_series(1, 50) g;\nVACUUM ANALYZE kv;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.must(0, "load", "script", "--server-dir", srv.Dir(), "-d", db, "--init-file", initf)
+	var kv int
+	if err := connectDB(t, srv, db).QueryRow(context.Background(), "SELECT count(*) FROM kv").Scan(&kv); err != nil || kv != 50 {
+		t.Errorf("the init file loaded %d rows (%v), want 50", kv, err)
+	}
+	if err := os.WriteFile(initf, []byte("\\set x 1\nSELECT 1;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.must(2, "load", "script", "--server-dir", srv.Dir(), "-d", db, "--init-file", initf); !strings.Contains(r.stderr, "init.sql:1: \\set x 1 in an init file") {
+		t.Errorf("meta-command in an init file:\n%s", r)
 	}
 	html := tempPath(t, "report.html")
 	var ids []string

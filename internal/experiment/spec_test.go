@@ -233,3 +233,27 @@ func TestParseAllowUnknownSettings(t *testing.T) {
 		t.Errorf("matrix %+v", s.Matrix)
 	}
 }
+
+// TestParseRebasesPaths: an option that names files (Option.Rebase) gets
+// the experiment file's directory in the options, the matrix and the
+// baseline; the others are left as written.
+func TestParseRebasesPaths(t *testing.T) {
+	cat := testCatalog()
+	cat["bench"].Options = append(cat["bench"].Options, Option{Name: "file", Kind: KindString,
+		Rebase: func(text, dir string) string { return dir + "/" + text }})
+	src := "workload: {name: bench, options: {script: select-only}}\nmatrix: {file: [a.sql, b.sql]}\nbaseline: {file: a.sql}\n"
+	s, err := Parse("studies/exp.yaml", []byte(src), cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Matrix[0].Values; len(got) != 2 || got[0] != "studies/a.sql" || got[1] != "studies/b.sql" {
+		t.Errorf("matrix values %q", got)
+	}
+	if s.Options["script"] != "select-only" {
+		t.Errorf("an option without Rebase changed: %q", s.Options["script"])
+	}
+	s, err = Parse("studies/exp.yaml", []byte("workload: {name: bench, options: {file: c.sql}}\n"), cat)
+	if err != nil || s.Options["file"] != "studies/c.sql" {
+		t.Errorf("workload option %q, %v", s.Options["file"], err)
+	}
+}

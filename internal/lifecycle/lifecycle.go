@@ -371,12 +371,12 @@ func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summar
 }
 
 // threadsNote says when the workers were to be multiplexed on fewer
-// threads and were not: their connections could not be polled (TLS, a
-// connection that is not a plain socket) or a worker declined (a script
-// that sleeps); each then had a thread of its own.
+// threads and were not (their connections could not be polled: TLS, a
+// connection that is not a plain socket); each then had a thread of its
+// own.
 func threadsNote(threads int, res *run.Result) string {
 	if res == nil || threads <= 0 || threads >= res.Workers || res.Threads != res.Workers {
 		return ""
 	}
-	return fmt.Sprintf("the %d clients ran on %d threads, not %d: their connections cannot be multiplexed (TLS, or not a plain socket; or a script with \\sleep or \\shell), so each had a thread of its own", res.Workers, res.Threads, threads)
+	return fmt.Sprintf("the %d clients ran on %d threads, not %d: their connections cannot be multiplexed (TLS, or not a plain socket), so each had a thread of its own", res.Workers, res.Threads, threads)
 }

@@ -283,3 +283,14 @@ func TestFollowServerAuto(t *testing.T) {
 		}
 	}
 }
+
+// TestRebaseFiles: relative script paths join the experiment file's
+// directory, each keeping its weight as written; absolute ones stay.
+func TestRebaseFiles(t *testing.T) {
+	if got := rebaseFiles("a.sql@05,/abs/b.sql@2,c@d.sql", "exp"); got != "exp/a.sql@05,/abs/b.sql@2,exp/c@d.sql" {
+		t.Errorf("rebaseFiles: %q", got)
+	}
+	if got := rebasePath("init.sql", "exp"); got != "exp/init.sql" || rebasePath("", "exp") != "" || rebasePath("/x.sql", "exp") != "/x.sql" {
+		t.Errorf("rebasePath: %q", got)
+	}
+}

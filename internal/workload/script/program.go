@@ -319,14 +319,14 @@ func (p *program) columnSlots(sess target.Session) {
 	}
 }
 
-// defined reports whether -D gives the variable.
-func (p *program) defined(name string) bool {
+// define is the -D value of a variable, if -D gives it.
+func (p *program) define(name string) (string, bool) {
 	for _, d := range p.defines {
 		if d.Name == name {
-			return true
+			return d.Value, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // spec is the session of worker id: a text slot for every variable (sent

@@ -75,7 +75,7 @@ func newWorker(ctx context.Context, ss target.Sessions, p *program, id int) (*Wo
 	}
 	for k, v := range []int64{p.scale, int64(id), int64(p.seed), p.defSeed} {
 		name := p.scope.Name(p.builtin[k])
-		if name == varClientID || !p.defined(name) {
+		if _, given := p.define(name); name == varClientID || !given {
 			w.vars.SetValue(p.builtin[k], Int(v))
 		}
 	}

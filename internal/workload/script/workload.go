@@ -326,16 +326,14 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 
 // findScale is :scale's value and where it comes from.
 func findScale(ctx context.Context, t *pgt.Target, opt int64, prog *program) (int64, string, error) {
-	for _, d := range prog.defines {
-		if d.Name == varScale {
-			// The variable is the text; the summary records its number.
-			v, err := ParseValue(d.Value)
-			n, err2 := v.toInt()
-			if err != nil || err2 != nil {
-				n = 0
-			}
-			return n, "define", nil
+	if text, ok := prog.define(varScale); ok {
+		// The variable is the text; the summary records its number.
+		v, err := ParseValue(text)
+		n, err2 := v.toInt()
+		if err != nil || err2 != nil {
+			n = 0
 		}
+		return n, "define", nil
 	}
 	if opt > 0 {
 		return opt, "option", nil
