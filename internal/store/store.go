@@ -118,7 +118,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, errs.Wrap(errs.KindInternal, err, "", "open results store %s", abs)
 	}
 	s := &Store{db: db, path: abs}
-	if err := db.PingContext(ctx); err != nil {
+	if err := retryBusy(ctx, func() error { return db.PingContext(ctx) }); err != nil {
 		db.Close()
 		return nil, notAStore(abs, err)
 	}
@@ -294,11 +294,33 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// retryBusy runs f again while it fails with SQLITE_BUSY, up to the busy
+// timeout. A connection's pragmas run as it opens, and journal_mode(WAL)
+// on a file another process is creating (or a read during that switch)
+// fails at once instead of waiting for busy_timeout: two tunebench
+// processes opening a new store together (TestConcurrentOpenAndSave).
+func retryBusy(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := f()
+		var se interface{ Code() int }
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sqliteBusy is SQLITE_BUSY (its extended codes share the low byte).
+const sqliteBusy = 5
+
 // schemaVersion reads the current version; 0 for a new file.
 func (s *Store) schemaVersion(ctx context.Context) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
+	err := retryBusy(ctx, func() error {
+		return s.db.QueryRowContext(ctx,
+			`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
+	})
 	if err != nil {
 		return 0, notAStore(s.path, err)
 	}
