@@ -242,6 +242,6 @@ func (s *Sparse) Record(d time.Duration) { s.p.record(d) }
 // MergeSparse adds s's values to h.
 func (h *Hist) MergeSparse(s *Sparse) {
 	if s != nil {
-		h.mergePacked(s.p.h, s.p.over)
+		h.mergePacked(s.p.hist(), s.p.over)
 	}
 }

@@ -190,3 +190,45 @@ func TestReadSelf(t *testing.T) {
 		t.Fatalf("self sample diff %+v", d)
 	}
 }
+
+// TestRecordBatches: values wait in a worker's batch before they reach its
+// histogram; every harvest and every merge of a Sparse sees all of them,
+// and a harvest leaves none behind for the next interval.
+func TestRecordBatches(t *testing.T) {
+	g := NewRegistry(true)
+	r := g.NewRecorder()
+	want := NewHist()
+	n := 2*packedBatch + packedBatch/2 // two full batches and half of one
+	for i := 1; i <= n; i++ {
+		d := time.Duration(i) * 37 * time.Microsecond
+		r.RecordOpen(PhaseMeasure, "x", step.ClassOK, d, d/2, d/4)
+		want.Record(d)
+	}
+	iv := g.Harvest()
+	if !iv.Latency().Equal(want) {
+		t.Fatalf("interval latency: %d values, max %d µs; want %d, max %d", iv.Latency().Count(), iv.Latency().MaxMicros(), want.Count(), want.MaxMicros())
+	}
+	if iv.Service().Count() != int64(n) || iv.Lag().Count() != int64(n) {
+		t.Fatalf("service/lag counts %d/%d, want %d", iv.Service().Count(), iv.Lag().Count(), n)
+	}
+	r.Record(PhaseMeasure, "x", step.ClassOK, time.Second)
+	if iv := g.Harvest(); iv.Latency().Count() != 1 || iv.Latency().MaxMicros() < 999_000 || iv.Latency().MaxMicros() > 1_001_000 {
+		t.Fatalf("second interval: %d values, max %d µs; want the one second only", iv.Latency().Count(), iv.Latency().MaxMicros())
+	}
+	if c := g.Cumulative().Latency().Count(); c != int64(n)+1 {
+		t.Fatalf("cumulative count %d, want %d", c, n+1)
+	}
+
+	s := NewSparse()
+	for i := range packedBatch + 3 {
+		s.Record(time.Duration(i+1) * time.Millisecond)
+	}
+	h := NewHist()
+	h.MergeSparse(s)
+	s.Record(time.Hour + time.Minute) // overflow, still in the batch
+	h2 := NewHist()
+	h2.MergeSparse(s)
+	if h.Count() != packedBatch+3 || h2.Count() != packedBatch+4 || h2.Overflow() != 1 {
+		t.Fatalf("sparse merges: %d then %d values (overflow %d); want %d then %d (1)", h.Count(), h2.Count(), h2.Overflow(), packedBatch+3, packedBatch+4)
+	}
+}
