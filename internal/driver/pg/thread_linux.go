@@ -39,8 +39,8 @@ const yieldEvery = 8 * time.Millisecond
 // back whenever it is returned to the runtime.
 type Thread struct {
 	started   bool
-	batch     bool // Tick set SCHED_BATCH on the current thread
-	lastYield time.Time
+	batch     bool          // Tick set SCHED_BATCH on the current thread
+	lastYield time.Duration // since threadEpoch: one clock reading a Tick
 
 	pin     bool // Pin was called
 	pinCPU  int
@@ -95,7 +95,10 @@ func (t *Thread) unpinThread() {
 }
 
 // NextYield is when Tick will next yield (step.Yielder).
-func (t *Thread) NextYield() time.Time { return t.lastYield.Add(yieldEvery) }
+func (t *Thread) NextYield() time.Time { return threadEpoch.Add(t.lastYield + yieldEvery) }
+
+// threadEpoch is the origin of Thread.lastYield.
+var threadEpoch = time.Now()
 
 // Tick is called before each transaction, on the worker's goroutine.
 func (t *Thread) Tick() {
@@ -104,10 +107,10 @@ func (t *Thread) Tick() {
 		runtime.LockOSThread()
 		t.batch, t.nice = startBatch()
 		t.pinThread()
-		t.lastYield = time.Now()
+		t.lastYield = time.Since(threadEpoch)
 		return
 	}
-	if now := time.Now(); now.Sub(t.lastYield) >= yieldEvery {
+	if now := time.Since(threadEpoch); now-t.lastYield >= yieldEvery {
 		t.lastYield = now
 		// A locked goroutine that yields hands its P to another thread
 		// and back (tens of µs, two wake-ups); unlocked, Gosched is a
