@@ -42,13 +42,20 @@ type Worker struct {
 	buf   []byte
 
 	// The step in progress.
-	cur     int   // script
-	pc      int   // next command
-	pipe    bool  // inside \startpipeline .. \endpipeline
-	flight  []int // commands whose replies the round trip brings
-	sent    time.Time
-	out     step.Outcome
-	retried []string
+	cur    int   // script
+	pc     int   // next command
+	pipe   bool  // inside \startpipeline .. \endpipeline
+	flight []int // commands whose replies the round trip brings
+	// sent is when the round trip in flight was sent, and now when the
+	// last reply came (zero once a \sleep or \shell ran since): a round
+	// trip sent straight after a reply takes that time as its start, as
+	// pgbench takes one clock reading per pass of a client's state
+	// machine. Both are monotonic offsets (clock): a whole transaction
+	// had 30 clock readings and they were a few per cent of the driver's
+	// CPU.
+	sent, now time.Duration
+	out       step.Outcome
+	retried   []string
 
 	stats []stmtStats // by session statement
 	// The step's round trips (and errors), added to stats when the step
@@ -125,6 +132,7 @@ func (w *Worker) Begin(ctx context.Context) (step.Outcome, bool, error) {
 
 func (w *Worker) begin(ctx context.Context) (step.Outcome, bool, error) {
 	w.timed, w.failed, w.flight = w.timed[:0], w.failed[:0], w.flight[:0]
+	w.now = 0
 	w.cur = w.pick()
 	w.out = step.Outcome{Op: w.p.ops[w.cur], Attempts: 1}
 	if !w.sess.Ready(ctx, &w.out) {
@@ -172,6 +180,13 @@ func (w *Worker) ended() {
 	}
 }
 
+// epoch is the origin of clock.
+var epoch = time.Now()
+
+// clock is the monotonic time since epoch: one clock reading (time.Now
+// takes two, the wall clock's and the monotonic one).
+func clock() time.Duration { return time.Since(epoch) }
+
 // Fd is the session's descriptor (step.Multiplexed).
 func (w *Worker) Fd() int { return w.sess.Fd() }
 
@@ -201,7 +216,8 @@ func (w *Worker) pick() int {
 // runs on.
 func (w *Worker) received(ctx context.Context) (step.Outcome, bool, error) {
 	cmds := w.p.scripts[w.cur].Commands
-	d := time.Since(w.sent)
+	w.now = clock()
+	d := w.now - w.sent
 	for k, ci := range w.flight {
 		c := &cmds[ci]
 		si := w.p.stmt[w.cur][ci]
@@ -281,6 +297,7 @@ func (w *Worker) run(ctx context.Context) (step.Outcome, bool, error) {
 				return w.send(ctx)
 			}
 		case CmdSleep, CmdShell, CmdSetShell:
+			w.now = 0
 			var err error
 			if c.Kind == CmdSleep {
 				err = w.sleep(ctx, c)
@@ -350,7 +367,11 @@ func (w *Worker) queue(c *Command, si int) error {
 
 // send sends the round trip.
 func (w *Worker) send(ctx context.Context) (step.Outcome, bool, error) {
-	w.sent = time.Now()
+	w.sent = w.now
+	if w.sent == 0 {
+		w.sent = clock()
+	}
+	w.now = 0
 	if err := w.sess.Send(); err != nil {
 		return w.fail(ctx, err)
 	}

@@ -408,24 +408,34 @@ func TestScriptErrorsNameTheCommand(t *testing.T) {
 }
 
 // TestStepTimesStatements: the per-statement results count each
-// statement's round trips while measuring, and only then.
+// statement's round trips while measuring, and only then. A statement sent
+// straight after a reply starts at that reply (one clock reading); one
+// sent after a \sleep starts when it is sent, not before the sleep.
 func TestStepTimesStatements(t *testing.T) {
 	t.Parallel()
 	d := newScriptDB(t)
-	files := writeFiles(t, "SELECT pg_sleep(0.002);\n\\set a 1\nSELECT :a;\n")
+	files := writeFiles(t, "SELECT pg_sleep(0.002);\n\\sleep 30 ms\nSELECT 1;\n\\set a 1\nSELECT :a;\n")
 	p := testProgram(t, []FileSpec{{files[0], 1}}, nil, 1, 1, 1, 1)
 	ws := d.workers(t, p)
 	stepAll(t, ws, 5)
 	p.measuring.Store(false)
 	stepAll(t, ws, 3)
 	st := ws[0].stats
-	if st[0].count != 5 || st[1].count != 5 {
-		t.Fatalf("counts %d, %d; want 5 each", st[0].count, st[1].count)
+	if st[0].count != 5 || st[1].count != 5 || st[2].count != 5 {
+		t.Fatalf("counts %d, %d, %d; want 5 each", st[0].count, st[1].count, st[2].count)
 	}
-	h := metrics.NewHist()
-	h.MergeSparse(st[0].lat)
-	if ms := h.PercentileMs(50); ms < 2 || ms > 1000 {
+	p50 := func(i int) float64 {
+		h := metrics.NewHist()
+		h.MergeSparse(st[i].lat)
+		return h.PercentileMs(50)
+	}
+	if ms := p50(0); ms < 2 || ms > 1000 {
 		t.Fatalf("pg_sleep(0.002) p50 %.3f ms", ms)
+	}
+	for i := 1; i <= 2; i++ {
+		if ms := p50(i); ms >= 25 {
+			t.Errorf("statement %d p50 %.3f ms: it took in the \\sleep 30 ms", i, ms)
+		}
 	}
 }
 
