@@ -8,13 +8,12 @@ import (
 )
 
 // closedLoop is one closed-loop worker: Step, record, think or back off,
-// repeat. Per transaction it reads the clock twice, does two uncontended
+// repeat. Per transaction it reads the monotonic clock twice (r.since),
+// does two uncontended
 // CASes on its own state word and one uncontended lock in its own recorder;
 // no goroutine hand-off, no timer unless the workload asks for think time.
 func (r *runner) closedLoop(ws *workerState) {
 	defer r.workerExit(ws)
-	ms := r.base.Add(r.msOff)
-	me := r.base.Add(r.meOff)
 	var backoff time.Duration
 	for {
 		select {
@@ -22,14 +21,14 @@ func (r *runner) closedLoop(ws *workerState) {
 			return
 		default:
 		}
-		start := time.Now()
+		start := r.since()
 		st := stStepWarm
-		if !start.Before(ms) {
+		if start >= r.msOff {
 			if r.txMode {
 				if ws.done >= r.cfg.Transactions {
 					return
 				}
-			} else if !start.Before(me) {
+			} else if start >= r.meOff {
 				return
 			}
 			st = stStepMeasure
@@ -38,7 +37,7 @@ func (r *runner) closedLoop(ws *workerState) {
 			return // closed at the drain deadline
 		}
 		o, err := ws.w.Step(r.stepCtx)
-		end := time.Now()
+		end := r.since()
 		if r.endStep(ws, st, start, end, &o, err) != stepRecorded {
 			return
 		}
@@ -51,9 +50,9 @@ func (r *runner) closedLoop(ws *workerState) {
 		}
 		backoff = 0
 		if o.Think > 0 {
-			deadline := end.Add(o.Think)
+			deadline := end + o.Think
 			if ws.sleep(o.Think, r.stopIssue) && st == stStepMeasure {
-				if over := time.Since(deadline); over > 0 {
+				if over := r.since() - deadline; over > 0 {
 					ws.thinkOverrun += over
 				}
 			}
@@ -71,21 +70,22 @@ const (
 )
 
 // endStep does the bookkeeping of a closed-loop step that ran in state st
-// (warm-up or measure) from start to end, for closedLoop and muxLoop alike:
+// (warm-up or measure) from start to end (since r.base), for closedLoop and
+// muxLoop alike:
 // it hands the worker's state back, and records the outcome and its
 // latency in the worker's recorder.
-func (r *runner) endStep(ws *workerState, st int32, start, end time.Time, o *step.Outcome, err error) stepEnd {
-	lat := end.Sub(start)
+func (r *runner) endStep(ws *workerState, st int32, start, end time.Duration, o *step.Outcome, err error) stepEnd {
+	lat := end - start
 	ph, e := r.settle(ws, st, o, err, lat)
 	if e != stepRecorded {
 		return e
 	}
 	if st == stStepMeasure {
 		ws.done++
-		ws.lastEnd = end.Sub(r.base)
+		ws.lastEnd = end
 	}
 	ws.rec.Record(ph, o.Op, o.Class, lat)
-	r.afterOutcome(ws, o, end.Sub(r.base))
+	r.afterOutcome(ws, o, end)
 	return stepRecorded
 }
 

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -15,13 +16,14 @@ const muxPollMax = 100 * time.Millisecond
 
 // muxSlot is one worker of a multiplexed group.
 type muxSlot struct {
-	ws        *workerState
-	m         step.Multiplexed
-	pending   bool // a step is in flight
-	st        int32
-	start     time.Time
-	notBefore time.Time // back-off or think time: no step before
-	thinkEnd  time.Time // think deadline (for the overrun), zero if none
+	ws      *workerState
+	m       step.Multiplexed
+	pending bool // a step is in flight
+	st      int32
+	// Closed loop, offsets since the run start (one clock reading each).
+	start     time.Duration
+	notBefore time.Duration // back-off or think time: no step before
+	thinkEnd  time.Duration // think deadline (for the overrun), zero if none
 	backoff   time.Duration
 	gone      bool // exited (workerExit done)
 
@@ -104,6 +106,12 @@ type muxShared struct {
 	live    atomic.Int32   // slots not gone
 	pinned  atomic.Int32   // threads pinned: connections move once all are
 	running atomic.Int32   // threads not finished
+	// waker wakes the closed loop's waits without a timeout when the
+	// run stops issuing steps (nil: every wait has a timeout); it is
+	// closed once every thread is done.
+	waker   *waker
+	allDone chan struct{} // closed when the last thread is done (with waker)
+	raw     bool          // the closed loop waits for replies with raw waits
 
 	// Open loop, over every thread's schedule: measured starts drawn,
 	// measured starts in the queues, the deepest the queues were.
@@ -164,6 +172,24 @@ func (r *runner) muxStart(groups [][]*workerState) {
 		sh.count[g].Store(int32(len(owned[g])))
 	}
 	sh.running.Store(int32(len(groups)))
+	// A raw wait keeps its thread's P: only when another P is left for
+	// the collector, the samplers and anything else the process runs
+	// (the pg target raises GOMAXPROCS to the clients + 1).
+	sh.raw = runtime.GOMAXPROCS(0) > len(groups)
+	if !r.open && sh.raw {
+		if sh.waker = newWaker(); sh.waker != nil {
+			sh.allDone = make(chan struct{})
+			go func() {
+				select {
+				case <-r.stopIssue:
+					sh.waker.wake()
+					<-sh.allDone
+				case <-sh.allDone:
+				}
+				sh.waker.close()
+			}()
+		}
+	}
 	for g := range groups {
 		go r.muxLoop(sh, g, owned[g], loopCPU[g])
 	}
@@ -198,6 +224,10 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 		if th != nil {
 			th.Stop()
 		}
+		last := sh.running.Add(-1) == 0
+		if last && sh.allDone != nil {
+			close(sh.allDone)
+		}
 		if !sh.follow {
 			for _, i := range block {
 				close(slots[i].ws.exited)
@@ -206,7 +236,7 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 		}
 		// Only when the last thread is done the workers count as gone:
 		// no goroutine uses them or its thread any more.
-		if sh.running.Add(-1) == 0 {
+		if last {
 			for i := range slots {
 				close(slots[i].ws.exited)
 			}
@@ -223,11 +253,9 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 // returns the slots the thread owns at the end.
 func (r *runner) muxClosed(sh *muxShared, id int, owned []int, th step.Thread) []int {
 	slots := sh.slots
-	ms := r.base.Add(r.msOff)
-	me := r.base.Add(r.meOff)
 	poller := newPoller(len(slots))
 	stopping := false
-	var lastFollow time.Time
+	var lastFollow time.Duration
 	for (sh.follow && sh.live.Load() > 0) || (!sh.follow && len(owned) > 0) {
 		if th != nil {
 			th.Tick()
@@ -251,13 +279,13 @@ func (r *runner) muxClosed(sh *muxShared, id int, owned []int, th step.Thread) [
 			}
 		}
 		if sh.follow && !stopping {
-			if now := time.Now(); now.Sub(lastFollow) >= muxFollowEvery {
+			if now := r.since(); now-lastFollow >= muxFollowEvery {
 				lastFollow = now
-				owned = r.muxFollow(sh, id, owned, now, me)
+				owned = r.muxFollow(sh, id, owned, now)
 			}
 		}
 		// Start a step on every idle worker that may start one.
-		var wake time.Time
+		var wake time.Duration // zero: none
 		for _, i := range owned {
 			sl := &slots[i]
 			if sl.gone || sl.pending {
@@ -267,27 +295,27 @@ func (r *runner) muxClosed(sh *muxShared, id int, owned []int, th step.Thread) [
 				r.muxExit(sh, sl)
 				continue
 			}
-			now := time.Now()
-			if now.Before(sl.notBefore) {
-				if wake.IsZero() || sl.notBefore.Before(wake) {
+			now := r.since()
+			if now < sl.notBefore {
+				if wake == 0 || sl.notBefore < wake {
 					wake = sl.notBefore
 				}
 				continue
 			}
-			if !sl.thinkEnd.IsZero() {
-				if over := now.Sub(sl.thinkEnd); over > 0 && sl.st == stStepMeasure {
+			if sl.thinkEnd != 0 {
+				if over := now - sl.thinkEnd; over > 0 && sl.st == stStepMeasure {
 					sl.ws.thinkOverrun += over
 				}
-				sl.thinkEnd = time.Time{}
+				sl.thinkEnd = 0
 			}
 			st := stStepWarm
-			if !now.Before(ms) {
+			if now >= r.msOff {
 				if r.txMode {
 					if sl.ws.done >= r.cfg.Transactions {
 						r.muxExit(sh, sl)
 						continue
 					}
-				} else if !now.Before(me) {
+				} else if now >= r.meOff {
 					r.muxExit(sh, sl)
 					continue
 				}
@@ -320,12 +348,32 @@ func (r *runner) muxClosed(sh *muxShared, id int, owned []int, th step.Thread) [
 				timeout = muxIdleWait
 			}
 		}
-		if !wake.IsZero() {
-			if d := time.Until(wake); d < timeout {
+		if wake != 0 {
+			if d := wake - r.since(); d < timeout {
 				timeout = d
 			}
 		}
-		r.muxContinue(slots, r.muxReady(poller, slots, owned, timeout, pollMs), func(sl *muxSlot, o step.Outcome, err error) {
+		// While replies are awaited the thread keeps its P (a raw
+		// wait, as the open loop's; see poller.waitFine): the ordinary
+		// system call's entry and exit were a few per cent of the
+		// driver's CPU in a tpcb-like run, one wait for every two round
+		// trips. With no deadline of its own (no think time or back-off
+		// to wait out, steps still issued) it waits without a timeout,
+		// woken by the replies or by the waker when the run stops issuing
+		// steps; otherwise a raw wait ends by the thread's next yield.
+		mode, wk := pollMs, (*waker)(nil)
+		if sh.raw && muxInFlight(slots, owned) {
+			mode = pollRawCoarse
+			if wake == 0 && !stopping && sh.waker != nil {
+				timeout, wk = waitForever, sh.waker
+			} else {
+				timeout = min(timeout, muxOpenWaitMax)
+				if y, ok := th.(step.Yielder); ok {
+					timeout = min(timeout, time.Until(y.NextYield()))
+				}
+			}
+		}
+		r.muxContinue(slots, r.muxReady(poller, wk, slots, owned, timeout, mode), func(sl *muxSlot, o step.Outcome, err error) {
 			r.muxDone(sh, sl, o, err)
 		})
 	}
@@ -360,14 +408,16 @@ func muxInFlight(slots []muxSlot, owned []int) bool {
 // step in flight, or timeout passes (at once with none in flight and no
 // time to wait), and returns the slots whose step may continue: all of
 // them once the steps' context is cancelled at the drain deadline
-// (Continue on a cancelled step fails fast). mode: how it waits.
-func (r *runner) muxReady(p *poller, slots []muxSlot, owned []int, timeout time.Duration, mode pollMode) []int {
+// (Continue on a cancelled step fails fast). mode: how it waits; wk, if
+// not nil, ends a wait when woken.
+func (r *runner) muxReady(p *poller, wk *waker, slots []muxSlot, owned []int, timeout time.Duration, mode pollMode) []int {
 	p.reset()
 	for _, i := range owned {
 		if slots[i].pending {
 			p.add(i, slots[i].m.Fd())
 		}
 	}
+	p.addWaker(wk)
 	if p.len() == 0 && timeout <= 0 {
 		return nil
 	}
@@ -375,7 +425,7 @@ func (r *runner) muxReady(p *poller, slots []muxSlot, owned []int, timeout time.
 	if mode == pollMs {
 		ready = p.wait(timeout)
 	} else {
-		ready = p.waitFine(timeout, mode == pollRaw)
+		ready = p.waitFine(timeout, mode)
 	}
 	if r.stepCtx.Err() != nil {
 		ready = ready[:0]
@@ -408,12 +458,12 @@ func compactOwned(slots []muxSlot, owned []int) []int {
 // owner's next look, a swap). Without the bound, writing transactions pile
 // every connection onto one thread: the backends it wakes are pulled to its
 // CPU, so their replies come from there, which draws the next connection.
-func (r *runner) muxFollow(sh *muxShared, me int, owned []int, now, end time.Time) []int {
+func (r *runner) muxFollow(sh *muxShared, me int, owned []int, now time.Duration) []int {
 	if int(sh.pinned.Load()) < len(sh.inbox) {
 		return owned // a thread could not be pinned (or not yet)
 	}
 	k := 0
-	last := !r.txMode && !now.Before(end)
+	last := !r.txMode && now >= r.meOff
 	for _, i := range owned {
 		sl := &sh.slots[i]
 		if sl.gone || sl.pending || last || r.txMode && sl.ws.done >= r.cfg.Transactions {
@@ -482,7 +532,7 @@ func (sh *muxShared) setWant(owner int, sl *muxSlot, to int) {
 // and reports whether the worker goes on (false: it exited).
 func (r *runner) muxDone(sh *muxShared, sl *muxSlot, o step.Outcome, err error) bool {
 	ws := sl.ws
-	end := time.Now()
+	end := r.since()
 	if r.endStep(ws, sl.st, sl.start, end, &o, err) != stepRecorded {
 		r.muxExit(sh, sl)
 		return false
@@ -491,12 +541,12 @@ func (r *runner) muxDone(sh *muxShared, sl *muxSlot, o step.Outcome, err error) 
 		// The worker reconnects inside its next Begin; space the attempts
 		// out.
 		sl.backoff = nextBackoff(sl.backoff)
-		sl.notBefore = end.Add(jitter(ws.rng, sl.backoff))
+		sl.notBefore = end + jitter(ws.rng, sl.backoff)
 		return true
 	}
 	sl.backoff = 0
 	if o.Think > 0 {
-		sl.notBefore = end.Add(o.Think)
+		sl.notBefore = end + o.Think
 		sl.thinkEnd = sl.notBefore
 	}
 	return true

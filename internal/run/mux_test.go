@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,6 +123,49 @@ func TestClosedLoopMultiplexed(t *testing.T) {
 		{"PerOpTotalsAndTicks", perOpTotalsAndTicks},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, runMode{mux: true}) })
+	}
+}
+
+// TestMuxRawWaits runs the multiplexed closed-loop tests with Ps to spare
+// (as the pg target makes them: GOMAXPROCS above the threads), so the
+// threads wait for replies with raw waits, without a timeout while nothing
+// else is due: the drain, the interrupt, think times and back-offs must
+// still end their waits.
+func TestMuxRawWaits(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	t.Run("Threads", TestMuxThreads)
+	t.Run("ClosedLoop", TestClosedLoopMultiplexed)
+}
+
+// TestWaker: a woken waker ends a wait without a timeout, and stays
+// readable for every later wait; it is not a ready slot.
+func TestWaker(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	w := newWaker()
+	if w == nil {
+		t.Fatal("no eventfd")
+	}
+	defer w.close()
+	p := newPoller(1)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		w.wake()
+	}()
+	start := time.Now()
+	for range 2 {
+		p.reset()
+		p.addWaker(w)
+		if ready := p.waitFine(waitForever, pollRawCoarse); len(ready) != 0 {
+			t.Fatalf("the waker came back as slots %v", ready)
+		}
+	}
+	if el := time.Since(start); el < 20*time.Millisecond || el > 5*time.Second {
+		t.Fatalf("two waits took %v: the first should end when woken, after 20 ms, and the second at once", el)
 	}
 }
 

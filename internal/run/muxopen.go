@@ -140,7 +140,7 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 				timeout = min(timeout, time.Until(yielder.NextYield()))
 			}
 		}
-		r.muxContinue(slots, r.muxReady(poller, slots, owned, timeout, mode), func(sl *muxSlot, o step.Outcome, err error) {
+		r.muxContinue(slots, r.muxReady(poller, nil, slots, owned, timeout, mode), func(sl *muxSlot, o step.Outcome, err error) {
 			r.muxDoneOpen(sh, sl, o, err)
 		})
 	}

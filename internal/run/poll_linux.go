@@ -3,6 +3,7 @@
 package run
 
 import (
+	"encoding/binary"
 	"runtime"
 	"time"
 	"unsafe"
@@ -14,14 +15,17 @@ import (
 const pollSupported = true
 
 // pollMode is how a multiplexed thread waits: poller.wait (a timeout in
-// whole milliseconds, the closed loop), or poller.waitFine (to the
-// microsecond) as an ordinary or a raw system call.
+// whole milliseconds), or poller.waitFine (to the microsecond) as an
+// ordinary or a raw system call, or a raw wait with the thread's timer
+// slack as it is (pollRawCoarse: the closed loop waits for replies, not
+// for a schedule).
 type pollMode int
 
 const (
 	pollMs pollMode = iota
 	pollFine
 	pollRaw
+	pollRawCoarse
 )
 
 // poller waits for readability on a set of descriptors, each tagged with
@@ -39,6 +43,9 @@ func newPoller(n int) *poller {
 func (p *poller) reset() { p.fds, p.slots = p.fds[:0], p.slots[:0] }
 
 func (p *poller) len() int { return len(p.fds) }
+
+// waitForever is the timeout of a wait that has no deadline (poller.waitFine).
+const waitForever time.Duration = -1
 
 func (p *poller) add(slot, fd int) {
 	p.fds = append(p.fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
@@ -64,11 +71,7 @@ func (p *poller) wait(timeout time.Duration) []int {
 		if err != nil || n <= 0 {
 			return p.ready
 		}
-		for i := range p.fds {
-			if p.fds[i].Revents != 0 {
-				p.ready = append(p.ready, p.slots[i])
-			}
-		}
+		p.collect()
 		return p.ready
 	}
 }
@@ -93,10 +96,19 @@ func (p *poller) wait(timeout time.Duration) []int {
 // signal (the runtime preempting the goroutine, e.g. for a garbage
 // collection) ends the wait, and the caller's loop then passes a
 // preemption point.
-func (p *poller) waitFine(timeout time.Duration, raw bool) []int {
+//
+// timeout waitForever: no timeout (the closed loop, with a waker). The
+// runtime's monitor interrupts a raw wait that has kept its P for 10 ms
+// with its preemption signal.
+func (p *poller) waitFine(timeout time.Duration, mode pollMode) []int {
 	p.ready = p.ready[:0]
 	ts := unix.NsecToTimespec(int64(max(timeout, 0)))
-	if timeout > 0 {
+	tsp := &ts
+	if timeout == waitForever {
+		tsp = nil
+	}
+	raw := mode == pollRaw || mode == pollRawCoarse
+	if timeout > 0 && mode != pollRawCoarse {
 		// Only a wait that can time out needs the slack (a look
 		// without waiting does not: one system call fewer).
 		runtime.LockOSThread()
@@ -110,22 +122,61 @@ func (p *poller) waitFine(timeout time.Duration, raw bool) []int {
 		if len(p.fds) > 0 {
 			fds = unsafe.Pointer(&p.fds[0])
 		}
-		r, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(fds), uintptr(len(p.fds)), uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		r, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(fds), uintptr(len(p.fds)), uintptr(unsafe.Pointer(tsp)), 0, 0, 0)
 		if n = int(r); errno != 0 {
 			err = errno
 		}
 	} else {
-		n, err = unix.Ppoll(p.fds, &ts, nil)
+		n, err = unix.Ppoll(p.fds, tsp, nil)
 	}
 	if err != nil || n <= 0 {
 		return p.ready // a signal (EINTR) or the timeout
 	}
+	p.collect()
+	return p.ready
+}
+
+// collect appends the ready slots to p.ready (a waker, slot -1, is not
+// one).
+func (p *poller) collect() {
 	for i := range p.fds {
-		if p.fds[i].Revents != 0 {
+		if p.fds[i].Revents != 0 && p.slots[i] >= 0 {
 			p.ready = append(p.ready, p.slots[i])
 		}
 	}
-	return p.ready
+}
+
+// waker is an eventfd: once woken, every wait that includes it (slot -1)
+// returns at once. It lets a closed-loop thread wait for replies with no
+// timeout, as pgbench does: a timeout arms a high-resolution timer at
+// each wait and cancels it when a reply comes first, and on a virtual
+// machine programming the timer is an exit to the hypervisor; in a
+// tpcb-like run that was 2% of the driver's CPU.
+type waker struct{ fd int }
+
+// newWaker returns a waker, or nil if the system refuses one.
+func newWaker() *waker {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil
+	}
+	return &waker{fd: fd}
+}
+
+// wake makes the waker readable for good.
+func (w *waker) wake() {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	_, _ = unix.Write(w.fd, one[:])
+}
+
+func (w *waker) close() { _ = unix.Close(w.fd) }
+
+// addWaker adds w to the wait (nil: nothing).
+func (p *poller) addWaker(w *waker) {
+	if w != nil {
+		p.add(-1, w.fd)
+	}
 }
 
 // allowedCPUs lists the CPUs the process may run on, in order, or nil.

@@ -15,9 +15,20 @@ func (p *poller) reset()                   {}
 func (p *poller) len() int                 { return 0 }
 func (p *poller) add(slot, fd int)         {}
 func (p *poller) wait(time.Duration) []int { time.Sleep(time.Millisecond); return nil }
-func (p *poller) waitFine(d time.Duration, raw bool) []int {
+func (p *poller) waitFine(d time.Duration, mode pollMode) []int {
 	return p.wait(d)
 }
+
+// waitForever: no timeout.
+const waitForever time.Duration = -1
+
+// waker: none on this system (multiplexing is Linux-only).
+type waker struct{}
+
+func newWaker() *waker              { return nil }
+func (w *waker) wake()              {}
+func (w *waker) close()             {}
+func (p *poller) addWaker(w *waker) {}
 
 type pollMode int
 
@@ -25,6 +36,7 @@ const (
 	pollMs pollMode = iota
 	pollFine
 	pollRaw
+	pollRawCoarse
 )
 
 // allowedCPUs: threads are not pinned on this system.
