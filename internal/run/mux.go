@@ -331,7 +331,10 @@ func (r *runner) muxClosed(sh *muxShared, id int, owned []int, th step.Thread) [
 				sl.pending = true
 				continue
 			}
-			r.muxDone(sh, sl, o, err)
+			if r.muxDone(sh, sl, o, err) && sl.notBefore > now && (wake == 0 || sl.notBefore < wake) {
+				// Backing off (or thinking): the wait below ends in time.
+				wake = sl.notBefore
+			}
 		}
 		owned = compactOwned(slots, owned)
 		if (sh.follow && sh.live.Load() == 0) || (!sh.follow && len(owned) == 0) {
@@ -361,6 +364,9 @@ func (r *runner) muxClosed(sh *muxShared, id int, owned []int, th step.Thread) [
 		// to wait out, steps still issued) it waits without a timeout,
 		// woken by the replies or by the waker when the run stops issuing
 		// steps; otherwise a raw wait ends by the thread's next yield.
+		// A reply that takes long (a long statement) is waited for with
+		// the P kept; the runtime's preemption signal ends the wait after
+		// 10 ms (unless GODEBUG=asyncpreemptoff=1 turns that signal off).
 		mode, wk := pollMs, (*waker)(nil)
 		if sh.raw && muxInFlight(slots, owned) {
 			mode = pollRawCoarse

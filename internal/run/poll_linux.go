@@ -4,6 +4,7 @@ package run
 
 import (
 	"encoding/binary"
+	"math"
 	"runtime"
 	"time"
 	"unsafe"
@@ -47,8 +48,10 @@ func (p *poller) reset() { p.fds, p.slots = p.fds[:0], p.slots[:0] }
 
 func (p *poller) len() int { return len(p.fds) }
 
-// waitForever is the timeout of a wait that has no deadline (poller.waitFine).
-const waitForever time.Duration = -1
+// waitForever is the timeout of a wait that has no deadline (poller.waitFine):
+// no computed timeout (a deadline minus the time, negative once passed) is
+// ever that.
+const waitForever time.Duration = math.MinInt64
 
 func (p *poller) add(slot, fd int) {
 	p.fds = append(p.fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})

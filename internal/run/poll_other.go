@@ -2,7 +2,10 @@
 
 package run
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // pollSupported: multiplexing is implemented with poll(2) on Linux only;
 // elsewhere every worker gets its own goroutine.
@@ -20,7 +23,7 @@ func (p *poller) waitFine(d time.Duration, mode pollMode) []int {
 }
 
 // waitForever: no timeout.
-const waitForever time.Duration = -1
+const waitForever time.Duration = math.MinInt64
 
 // waker: none on this system (multiplexing is Linux-only).
 type waker struct{}
