@@ -123,3 +123,28 @@ type Sessions interface {
 	// drives sessions.
 	NewThread() step.Thread
 }
+
+// Retry settles an attempt of a step that failed with err (code: its
+// error code from Classify), once the worker has handled a lost connection
+// and left the aborted transaction. It reports true, counting the attempt
+// in out (retried keeps the codes, reused between steps), when the error
+// is a serialization failure or a deadlock with tries left and ctx is not
+// done: the worker then runs the step again. Otherwise it fills out with
+// the error's outcome and reports false.
+func Retry(ctx context.Context, s Session, err error, code string, maxTries int, out *step.Outcome, retried *[]string) bool {
+	if s.Retryable(code) && out.Attempts < maxTries && ctx.Err() == nil {
+		if out.Attempts == 1 {
+			*retried = (*retried)[:0]
+		}
+		*retried = append(*retried, code)
+		out.Retried = *retried
+		out.Attempts++
+		return true
+	}
+	out.Class, out.SQLState = s.Classify(err, false, out.Attempts)
+	if !s.Retryable(code) {
+		out.Class = step.ClassFailedError
+	}
+	out.Err = err
+	return false
+}

@@ -298,6 +298,33 @@ func TxOptions() option.Set {
 	}
 }
 
+// TxParams are the stored parameters of a workload declared with
+// TxOptions, with its follow_server and max_tries options (tpcb and
+// script declare those in their own words). A workload embeds it in its
+// parameters: the keys are inlined in the run's JSON.
+type TxParams struct {
+	Clients      int           `json:"clients"`
+	Threads      int           `json:"threads,omitempty"`
+	FollowServer string        `json:"follow_server,omitempty"` // auto, on or off
+	Duration     time.Duration `json:"duration_ns"`
+	Transactions int64         `json:"transactions_per_client"`
+	Warmup       time.Duration `json:"warmup_ns"`
+	Rate         float64       `json:"rate_tps"`
+	LatencyLimit time.Duration `json:"latency_limit_ns"`
+	MaxTries     int           `json:"max_tries"`
+	Seed         int64         `json:"seed"`
+	MaxErrorsPct float64       `json:"max_errors_pct"`
+	MaxOutagePct float64       `json:"max_outage_pct"`
+}
+
+// TxParamsOf reads TxParams from the run's executor options x, its values
+// o and its seed.
+func TxParamsOf(x option.Exec, o option.Values, seed int64) TxParams {
+	return TxParams{Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"),
+		Duration: x.Duration, Transactions: x.Count, Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit,
+		MaxTries: int(o.Int("max_tries")), Seed: seed, MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
+}
+
 // Validator checks rules across a phase's options, beyond each option's
 // own (errors are *option.Error, naming options as {name}).
 type Validator interface {

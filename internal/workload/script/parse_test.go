@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tunebench/tunebench/internal/workload"
 )
 
 func mustParse(t *testing.T, text string) (*Script, *Scope) {
@@ -276,7 +278,7 @@ func TestFollowServerAuto(t *testing.T) {
 			t.Fatal(err)
 		}
 		for mode, w := range map[string]bool{"auto": want, "on": true, "off": false} {
-			r := &scriptRun{prog: p, p: params{FollowServer: mode}}
+			r := &scriptRun{prog: p, p: params{TxParams: workload.TxParams{FollowServer: mode}}}
 			if got := r.follow(); got != w {
 				t.Errorf("%q with %s: follow %v, want %v", text, mode, got, w)
 			}

@@ -421,22 +421,11 @@ func (w *Worker) fail(ctx context.Context, err error) (step.Outcome, bool, error
 			return w.out, false, nil
 		}
 	}
-	if w.sess.Retryable(code) && w.out.Attempts < w.p.maxTries && ctx.Err() == nil {
-		if w.out.Attempts == 1 {
-			w.retried = w.retried[:0]
-		}
-		w.retried = append(w.retried, code)
-		w.out.Retried = w.retried
-		w.out.Attempts++
+	if target.Retry(ctx, w.sess, err, code, w.p.maxTries, &w.out, &w.retried) {
 		*w.env.Rand = w.saved
 		w.pc, w.pipe = 0, false
 		return w.run(ctx)
 	}
-	w.out.Class, w.out.SQLState = w.sess.Classify(err, false, w.out.Attempts)
-	if !w.sess.Retryable(code) {
-		w.out.Class = step.ClassFailedError
-	}
-	w.out.Err = err
 	return w.out, false, nil
 }
 

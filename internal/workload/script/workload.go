@@ -261,23 +261,12 @@ type fileParam struct {
 
 // params are the run's parameters as stored.
 type params struct {
-	Files        []fileParam   `json:"files"`
-	Defines      []string      `json:"defines,omitempty"`
-	Scale        int64         `json:"scale"`
-	ScaleFrom    string        `json:"scale_from"` // option, define, pgbench_branches, default
-	Clients      int           `json:"clients"`
-	Threads      int           `json:"threads,omitempty"`
-	FollowServer string        `json:"follow_server,omitempty"` // auto, on or off
-	Duration     time.Duration `json:"duration_ns"`
-	Transactions int64         `json:"transactions_per_client"`
-	Warmup       time.Duration `json:"warmup_ns"`
-	Rate         float64       `json:"rate_tps"`
-	LatencyLimit time.Duration `json:"latency_limit_ns"`
-	MaxTries     int           `json:"max_tries"`
-	AllowShell   bool          `json:"allow_shell"`
-	Seed         int64         `json:"seed"`
-	MaxErrorsPct float64       `json:"max_errors_pct"`
-	MaxOutagePct float64       `json:"max_outage_pct"`
+	Files      []fileParam `json:"files"`
+	Defines    []string    `json:"defines,omitempty"`
+	Scale      int64       `json:"scale"`
+	ScaleFrom  string      `json:"scale_from"` // option, define, pgbench_branches, default
+	AllowShell bool        `json:"allow_shell"`
+	workload.TxParams
 }
 
 // scriptRun is one prepared run.
@@ -305,9 +294,7 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 		return nil, err
 	}
 	r := &scriptRun{t: t, ss: t, exec: x, prog: prog}
-	r.p = params{Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"), Duration: x.Duration, Transactions: x.Count, Warmup: x.Warmup,
-		Rate: x.Rate, LatencyLimit: x.LatencyLimit, MaxTries: int(o.Int("max_tries")), AllowShell: o.Bool("allow_shell"),
-		Seed: env.Seed, MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
+	r.p = params{AllowShell: o.Bool("allow_shell"), TxParams: workload.TxParamsOf(x, o, env.Seed)}
 	for i, f := range files {
 		r.p.Files = append(r.p.Files, fileParam{Path: f.Path, Name: prog.ops[i], Weight: f.Weight, SHA256: prog.sha[i], Text: prog.texts[i]})
 	}

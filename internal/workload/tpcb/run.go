@@ -51,22 +51,11 @@ func (Workload) Headline() workload.Headline {
 // params are the run's parameters as stored (the lifecycle adds the
 // settings, the target and the experiment).
 type params struct {
-	Script       string        `json:"script"`
-	Clients      int           `json:"clients"`
-	Threads      int           `json:"threads,omitempty"`
-	FollowServer string        `json:"follow_server,omitempty"` // auto, on or off
-	Duration     time.Duration `json:"duration_ns"`
-	Transactions int64         `json:"transactions_per_client"`
-	Warmup       time.Duration `json:"warmup_ns"`
-	Rate         float64       `json:"rate_tps"`
-	LatencyLimit time.Duration `json:"latency_limit_ns"`
-	MaxTries     int           `json:"max_tries"`
-	Distribution string        `json:"distribution"`
-	Pipeline     bool          `json:"pipeline"`
-	Seed         int64         `json:"seed"`
-	NoCheck      bool          `json:"no_check"`
-	MaxErrorsPct float64       `json:"max_errors_pct"`
-	MaxOutagePct float64       `json:"max_outage_pct"`
+	Script       string `json:"script"`
+	Distribution string `json:"distribution"`
+	Pipeline     bool   `json:"pipeline"`
+	NoCheck      bool   `json:"no_check"`
+	workload.TxParams
 }
 
 // tpcbRun is one prepared run.
@@ -91,10 +80,8 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 	o := env.Options
 	x := option.ExecOf(w.Options().Phase(option.PhaseRun), o)
 	r := &tpcbRun{env: env, t: t, exec: x}
-	r.p = params{Script: o.String("script"), Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"),
-		Duration: x.Duration, Transactions: x.Count, Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit,
-		MaxTries: int(o.Int("max_tries")), Distribution: o.String("distribution"), Pipeline: o.Bool("pipeline"),
-		Seed: env.Seed, NoCheck: x.NoCheck, MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
+	r.p = params{Script: o.String("script"), Distribution: o.String("distribution"), Pipeline: o.Bool("pipeline"),
+		NoCheck: x.NoCheck, TxParams: workload.TxParamsOf(x, o, env.Seed)}
 	dist, err := gen.ParseDist(r.p.Distribution)
 	if err != nil {
 		return nil, errs.Usage("see `tunebench run tpcb --help`", "%v", err)

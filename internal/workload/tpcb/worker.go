@@ -208,20 +208,9 @@ func (w *Worker) failed(ctx context.Context, err error) (workload.Outcome, bool,
 			return w.out, false, nil
 		}
 	}
-	if w.sess.Retryable(code) && w.out.Attempts < w.o.MaxTries && ctx.Err() == nil {
-		if w.out.Attempts == 1 {
-			w.retried = w.retried[:0]
-		}
-		w.retried = append(w.retried, code)
-		w.out.Retried = w.retried
-		w.out.Attempts++
+	if target.Retry(ctx, w.sess, err, code, w.o.MaxTries, &w.out, &w.retried) {
 		return w.start(ctx)
 	}
-	w.out.Class, w.out.SQLState = w.sess.Classify(err, false, w.out.Attempts)
-	if !w.sess.Retryable(code) {
-		w.out.Class = workload.ClassFailedError
-	}
-	w.out.Err = err
 	return w.out, false, nil
 }
 

@@ -241,21 +241,10 @@ func (w *Worker) Step(ctx context.Context) (workload.Outcome, error) {
 			out.Class, out.SQLState, out.Err = workload.ClassConnError, rcode, rerr
 			return out, nil
 		}
-		if w.sess.Retryable(code) && out.Attempts < w.o.MaxTries && ctx.Err() == nil {
-			if out.Attempts == 1 {
-				w.retried = w.retried[:0]
-			}
-			w.retried = append(w.retried, code)
-			out.Retried = w.retried
-			w.backoff(ctx, out.Attempts)
-			out.Attempts++
+		if target.Retry(ctx, w.sess, err, code, w.o.MaxTries, &out, &w.retried) {
+			w.backoff(ctx, out.Attempts-1)
 			continue
 		}
-		out.Class, out.SQLState = w.sess.Classify(err, false, out.Attempts)
-		if !w.sess.Retryable(code) {
-			out.Class = workload.ClassFailedError
-		}
-		out.Err = err
 		return out, nil
 	}
 }
