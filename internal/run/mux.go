@@ -111,7 +111,7 @@ type muxShared struct {
 	// closed once every thread is done.
 	waker   *waker
 	allDone chan struct{} // closed when the last thread is done (with waker)
-	raw     bool          // the closed loop waits for replies with raw waits
+	raw     bool          // waits may be raw (a P is left for the rest of the process)
 
 	// Open loop, over every thread's schedule: measured starts drawn,
 	// measured starts in the queues, the deepest the queues were.

@@ -126,11 +126,11 @@ func TestClosedLoopMultiplexed(t *testing.T) {
 	}
 }
 
-// TestMuxRawWaits runs the multiplexed closed-loop tests with Ps to spare
-// (as the pg target makes them: GOMAXPROCS above the threads), so the
-// threads wait for replies with raw waits, without a timeout while nothing
-// else is due: the drain, the interrupt, think times and back-offs must
-// still end their waits.
+// TestMuxRawWaits runs the multiplexed tests with Ps to spare (as the pg
+// target makes them: GOMAXPROCS above the threads), so the threads wait
+// with raw waits (below that they wait as ordinary system calls), in the
+// closed loop without a timeout while nothing else is due: the drain, the
+// interrupt, think times and back-offs must still end their waits.
 func TestMuxRawWaits(t *testing.T) {
 	if !pollSupported {
 		t.Skip("multiplexing needs poll(2)")
@@ -138,6 +138,11 @@ func TestMuxRawWaits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
 	t.Run("Threads", TestMuxThreads)
 	t.Run("ClosedLoop", TestClosedLoopMultiplexed)
+	t.Run("OpenLoop", TestOpenLoopMultiplexed)
+	t.Run("OpenLoopBacklog", TestOpenLoopMultiplexedBacklog)
+	t.Run("OpenLoopLatencyLimit", TestOpenLoopMultiplexedLatencyLimit)
+	t.Run("OpenLoopInterrupt", TestOpenLoopMultiplexedInterrupt)
+	t.Run("OpenLoopReconnectBackoff", TestOpenLoopMultiplexedReconnectBackoff)
 }
 
 // TestWaker: a woken waker ends a wait without a timeout, and stays

@@ -134,7 +134,7 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 			timeout = min(timeout, wake-r.since())
 		}
 		mode := pollFine
-		if timeout <= muxIdleRaw || muxInFlight(slots, owned) {
+		if sh.raw && (timeout <= muxIdleRaw || muxInFlight(slots, owned)) {
 			mode, timeout = pollRaw, min(timeout, muxOpenWaitMax)
 			if yielder != nil {
 				timeout = min(timeout, time.Until(yielder.NextYield()))
