@@ -2,6 +2,7 @@ package run
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -112,6 +113,7 @@ type muxShared struct {
 	waker   *waker
 	allDone chan struct{} // closed when the last thread is done (with waker)
 	raw     bool          // waits may be raw (a P is left for the rest of the process)
+	release func()        // gives back the Ps held for an open loop (holdProcs), or nil
 
 	// Open loop, over every thread's schedule: measured starts drawn,
 	// measured starts in the queues, the deepest the queues were.
@@ -172,10 +174,30 @@ func (r *runner) muxStart(groups [][]*workerState) {
 		sh.count[g].Store(int32(len(owned[g])))
 	}
 	sh.running.Store(int32(len(groups)))
+	ths := make([]step.Thread, len(groups))
+	kernel := r.cfg.NewThread != nil
+	for g := range ths {
+		if r.cfg.NewThread != nil {
+			ths[g] = r.cfg.NewThread()
+			_, ok := ths[g].(step.KernelBound)
+			kernel = kernel && ok
+		}
+	}
 	// A raw wait keeps its thread's P: only when another P is left for
 	// the collector, the samplers and anything else the process runs
 	// (the pg target raises GOMAXPROCS to the clients + 1).
 	sh.raw = runtime.GOMAXPROCS(0) > len(groups)
+	if r.open && sh.raw && kernel {
+		// The open loop's threads yield every few milliseconds (their
+		// discipline's Tick): with a P idle, each yield woke another OS
+		// thread, which took the goroutine or went back to sleep, about
+		// 40 µs of CPU a yield, 5% of the driver's CPU in a tpcb-like run
+		// at 500 transactions a second. With no P beyond the threads' the
+		// yield is a trip through the run queue; the rest of the process
+		// (collector, samplers) runs at the yields, and while a thread is
+		// parked (muxIdlePark).
+		sh.release = holdProcs(len(groups))
+	}
 	if !r.open && sh.raw {
 		if sh.waker = newWaker(); sh.waker != nil {
 			sh.allDone = make(chan struct{})
@@ -191,7 +213,38 @@ func (r *runner) muxStart(groups [][]*workerState) {
 		}
 	}
 	for g := range groups {
-		go r.muxLoop(sh, g, owned[g], loopCPU[g])
+		go r.muxLoop(sh, g, owned[g], loopCPU[g], ths[g])
+	}
+}
+
+// procs is the GOMAXPROCS of the multiplexed open loops in progress
+// (holdProcs).
+var procs struct {
+	sync.Mutex
+	held, saved int // their threads together; GOMAXPROCS before the first
+}
+
+// holdProcs sets GOMAXPROCS to the threads of the multiplexed open loops
+// in progress, n more with this one, and returns what gives them back:
+// the last one back restores the GOMAXPROCS from before the first. (More
+// than one run at a time happens in tests.)
+func holdProcs(n int) func() {
+	procs.Lock()
+	defer procs.Unlock()
+	if procs.held == 0 {
+		procs.saved = runtime.GOMAXPROCS(0)
+	}
+	procs.held += n
+	runtime.GOMAXPROCS(procs.held)
+	return func() {
+		procs.Lock()
+		defer procs.Unlock()
+		procs.held -= n
+		if procs.held == 0 {
+			runtime.GOMAXPROCS(procs.saved)
+		} else {
+			runtime.GOMAXPROCS(procs.held)
+		}
 	}
 }
 
@@ -206,12 +259,13 @@ func (r *runner) muxStart(groups [][]*workerState) {
 // in pgbench -j. Phases, states and bookkeeping are those of closedLoop.
 // The thread runs until every slot of the run is gone; cpu >= 0 pins it and
 // makes it hand over connections whose server runs on another thread's CPU.
-func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
-	var th step.Thread
-	if r.cfg.NewThread != nil {
-		th = r.cfg.NewThread()
+func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int, th step.Thread) {
+	if th != nil {
 		if p, ok := th.(step.PinnedThread); ok && cpu >= 0 && p.Pin(cpu) {
 			sh.pinned.Add(1)
+		}
+		if p, ok := th.(step.PacedThread); ok && r.open {
+			p.Paced()
 		}
 	}
 	slots := sh.slots
@@ -227,6 +281,9 @@ func (r *runner) muxLoop(sh *muxShared, id int, owned []int, cpu int) {
 		last := sh.running.Add(-1) == 0
 		if last && sh.allDone != nil {
 			close(sh.allDone)
+		}
+		if last && sh.release != nil {
+			sh.release()
 		}
 		if !sh.follow {
 			for _, i := range block {

@@ -13,11 +13,42 @@ import (
 // the waits alone never make it preempt the thread.
 const muxOpenWaitMax = 8 * time.Millisecond
 
-// muxIdleRaw: a multiplexed open-loop thread with nothing in flight whose
-// next start is further away than this waits as an ordinary system call
-// (at a rate of one start a second, waking every muxOpenWaitMax to keep
-// the P tripled the driver's CPU); nearer, in raw waits.
-const muxIdleRaw = 4 * muxOpenWaitMax
+// muxIdlePark: a multiplexed open-loop thread with nothing in flight whose
+// next start is further away than this gives its OS thread back to the
+// runtime (step.Thread.Stop) and sleeps on a runtime timer until
+// muxParkLead before it, then waits the rest in raw waits. At a rate of
+// one start a second, waking every muxOpenWaitMax to keep the P tripled
+// the driver's CPU. An ordinary ppoll(2) instead, as before, has its P
+// taken by the runtime's monitor after 10 ms, and each such hand-off sets
+// the monitor polling every 20 µs for about a millisecond: at 20
+// transactions a second that was 1,200 monitor wake-ups a second and most
+// of the driver's CPU. A parked goroutine holds no P and is not in a
+// system call: the monitor has nothing to take.
+const muxIdlePark = 4 * muxOpenWaitMax
+
+// muxParkLead is how long before the next start a parked thread wakes:
+// the runtime's timers wake an idle process from an epoll wait whose
+// timeout is whole milliseconds, so the precise part of the wait is left
+// to the raw waits.
+const muxParkLead = 2 * time.Millisecond
+
+// muxParkMax bounds one sleep of a parked thread (a safety net: a halt
+// ends the sleep, and nothing else changes while no step is in flight).
+const muxParkMax = time.Second
+
+// sleepOn waits d on t (stopped, with nothing to receive) or until stop is
+// closed.
+func sleepOn(t *time.Timer, d time.Duration, stop <-chan struct{}) {
+	if d <= 0 {
+		return
+	}
+	t.Reset(d)
+	select {
+	case <-t.C:
+	case <-stop:
+		t.Stop()
+	}
+}
 
 // muxOpen is the open loop of multiplexed thread id (see muxLoop), which
 // serves the slots owned; it returns the slots it still owns at the end.
@@ -55,9 +86,15 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 	defer drop()
 	yielder, _ := th.(step.Yielder)
 	poller := newPoller(len(owned))
+	park := time.NewTimer(time.Hour)
+	park.Stop()
 	for len(owned) > 0 {
 		if th != nil {
 			th.Tick()
+			if yielder != nil {
+				// The goroutine keeps its OS thread until then.
+				poller.locked = yielder.NextYield()
+			}
 		}
 		now := r.since()
 		if !exhausted && r.isHalted() {
@@ -120,10 +157,9 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 		// most muxOpenWaitMax a wait and never past the thread's next
 		// yield (the runtime preempts a goroutine that has not been
 		// through its scheduler for 10 ms, at the cost the raw wait
-		// avoids). Idle until a start further away than muxIdleRaw (low
-		// rates), it waits as an ordinary system call, its P free for
-		// others.
-		timeout := muxPollMax
+		// avoids). Idle until a start further away than muxIdlePark (low
+		// rates), it parks (muxIdlePark).
+		timeout := muxParkMax
 		if ready {
 			timeout = 0
 		}
@@ -133,11 +169,20 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 		if wake != 0 {
 			timeout = min(timeout, wake-r.since())
 		}
+		if timeout > muxIdlePark && !muxInFlight(slots, owned) {
+			if th != nil {
+				th.Stop() // the next Tick takes a thread again
+			}
+			// A halt ends the sleep; the top of the loop drops the queue.
+			sleepOn(park, timeout-muxParkLead, r.halt)
+			continue
+		}
 		mode := pollFine
-		if sh.raw && (timeout <= muxIdleRaw || muxInFlight(slots, owned)) {
+		timeout = min(timeout, muxPollMax)
+		if sh.raw {
 			mode, timeout = pollRaw, min(timeout, muxOpenWaitMax)
 			if yielder != nil {
-				timeout = min(timeout, time.Until(yielder.NextYield()))
+				timeout = min(timeout, time.Until(poller.locked))
 			}
 		}
 		r.muxContinue(slots, r.muxReady(poller, nil, slots, owned, timeout, mode), func(sl *muxSlot, o step.Outcome, err error) {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -264,5 +265,172 @@ func TestRawWaitEndsAtTheYield(t *testing.T) {
 	accounted(t, res)
 	if n := y.ticks.Load(); n < 1000 {
 		t.Errorf("%d rounds of the thread's loop: its raw waits ran past the yield", n)
+	}
+}
+
+// parkingThread counts its ticks and stops (a multiplexed open-loop thread
+// parks with Stop), and records whether it was told it is paced.
+type parkingThread struct {
+	ticks, stops atomic.Int64
+	paced        atomic.Bool
+}
+
+func (p *parkingThread) Tick()  { p.ticks.Add(1) }
+func (p *parkingThread) Stop()  { p.stops.Add(1) }
+func (p *parkingThread) Paced() { p.paced.Store(true) }
+
+// TestOpenLoopMultiplexedParks: at a low rate the thread gives its OS
+// thread back between starts (Stop) and still serves every intended start
+// of the seeded schedule, none before its time; a halt ends a park at once
+// instead of at the park's end (muxParkMax).
+func TestOpenLoopMultiplexedParks(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	const rate, dur, seed = 8.0, 1500 * time.Millisecond, 4
+	ff := &fakeFleet{step: sleepStep(time.Millisecond)}
+	th := &parkingThread{}
+	cfg := muxOpenConfig(2, 1, rate, dur, seed)
+	cfg.forceMux = true
+	cfg.NewThread = func() stp.Thread { return th }
+	res, err := Execute(context.Background(), cfg, ff.muxFactory(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	accounted(t, res)
+	pts := muxSchedulePoints(rate, seed, 2, 1, 0, dur)
+	if res.Scheduled != int64(len(pts)) || res.Committed != res.Scheduled {
+		t.Errorf("scheduled %d committed %d, want %d from the seeded schedule", res.Scheduled, res.Committed, len(pts))
+	}
+	// Every gap between starts longer than muxIdlePark (plus the step)
+	// is a park; the thread's last Stop ends the run.
+	parks := int64(0)
+	prev := time.Duration(0)
+	for _, p := range pts {
+		if p-prev > muxIdlePark+10*time.Millisecond {
+			parks++
+		}
+		prev = p
+	}
+	if parks < 3 {
+		t.Fatalf("seed gives %d long gaps, want a schedule with some", parks)
+	}
+	if got := th.stops.Load() - 1; got < parks {
+		t.Errorf("%d parks, want at least the %d gaps longer than %v", got, parks, muxIdlePark)
+	}
+	if !th.paced.Load() {
+		t.Error("the open loop's thread was not told it is paced")
+	}
+	if res.Lag.Count() != res.Committed || res.Lag.MinMs() < 0 {
+		t.Errorf("lag: %d samples, min %v ms", res.Lag.Count(), res.Lag.MinMs())
+	}
+
+	// A first start seconds away: the thread parks at once; the
+	// interrupt must end the park.
+	const slow = 0.2
+	if first := muxSchedulePoints(slow, seed, 2, 1, 0, time.Minute)[0]; first < 3*time.Second {
+		t.Fatalf("first start at %v, want one seconds away", first)
+	}
+	ff = &fakeFleet{step: sleepStep(time.Millisecond)}
+	th = &parkingThread{}
+	cfg = muxOpenConfig(2, 1, slow, time.Minute, seed)
+	cfg.forceMux = true
+	cfg.NewThread = func() stp.Thread { return th }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := Execute(ctx, cfg, ff.muxFactory(-1)); err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	if took := time.Since(start); took >= 200*time.Millisecond+muxParkMax*7/10 {
+		t.Errorf("returned %v after the start, with the interrupt at 200 ms: the park did not end on the halt", took)
+	}
+}
+
+// kernelThread is a parkingThread that says its workers wait only on the
+// kernel (step.KernelBound), and records GOMAXPROCS at each tick.
+type kernelThread struct {
+	parkingThread
+	procs atomic.Int64 // the largest GOMAXPROCS seen by Tick
+}
+
+func (k *kernelThread) KernelBound() {}
+func (k *kernelThread) Tick() {
+	k.parkingThread.Tick()
+	if n := int64(runtime.GOMAXPROCS(0)); n > k.procs.Load() {
+		k.procs.Store(n)
+	}
+}
+
+// TestOpenLoopMultiplexedHoldsProcs: with Ps to spare and threads whose
+// workers wait only on the kernel, a multiplexed open loop runs with
+// GOMAXPROCS equal to its threads and restores it afterwards; a closed
+// loop leaves it alone (and its threads are not paced).
+func TestOpenLoopMultiplexedHoldsProcs(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	var ths []*kernelThread
+	newThread := func() stp.Thread {
+		k := &kernelThread{}
+		ths = append(ths, k)
+		return k
+	}
+	ff := &fakeFleet{step: sleepStep(time.Millisecond)}
+	cfg := muxOpenConfig(4, 2, 400, 300*time.Millisecond, 5)
+	cfg.NewThread = newThread
+	if _, err := Execute(context.Background(), cfg, ff.muxFactory(-1)); err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	if len(ths) != 2 {
+		t.Fatalf("%d threads, want 2", len(ths))
+	}
+	for i, k := range ths {
+		if got := k.procs.Load(); got != 2 {
+			t.Errorf("open loop, thread %d: GOMAXPROCS up to %d during the run, want the 2 threads'", i, got)
+		}
+	}
+	if got := runtime.GOMAXPROCS(0); got != 8 {
+		t.Errorf("GOMAXPROCS %d after the run, want 8 back", got)
+	}
+
+	ths = nil
+	ff = &fakeFleet{step: sleepStep(time.Millisecond)}
+	ccfg := Config{Workers: 4, Threads: 2, Duration: 300 * time.Millisecond, Seed: 5, Tick: 100 * time.Millisecond, NewThread: newThread}
+	if _, err := Execute(context.Background(), ccfg, ff.muxFactory(-1)); err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	for i, k := range ths {
+		if got := k.procs.Load(); got != 8 {
+			t.Errorf("closed loop, thread %d: GOMAXPROCS %d, want 8 as it was", i, got)
+		}
+		if k.paced.Load() {
+			t.Errorf("closed loop, thread %d told it is paced", i)
+		}
+	}
+}
+
+// TestHoldProcs: holds add up, and the last one back restores the
+// GOMAXPROCS from before the first.
+func TestHoldProcs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(7))
+	a := holdProcs(2)
+	b := holdProcs(3)
+	if got := runtime.GOMAXPROCS(0); got != 5 {
+		t.Errorf("two holds: GOMAXPROCS %d, want 5", got)
+	}
+	a()
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("one hold left: GOMAXPROCS %d, want 3", got)
+	}
+	b()
+	if got := runtime.GOMAXPROCS(0); got != 7 {
+		t.Errorf("no hold: GOMAXPROCS %d, want 7 back", got)
 	}
 }

@@ -38,6 +38,10 @@ type poller struct {
 	// slackTid is the thread given the smallest timer slack at the last
 	// timed wait, 0 none yet.
 	slackTid int
+	// locked, if set by the caller, says the goroutine keeps its OS
+	// thread until then (its step.Yielder's next yield); slackLocked is
+	// the value it had at the last look at the thread id.
+	locked, slackLocked time.Time
 }
 
 func newPoller(n int) *poller {
@@ -87,7 +91,10 @@ func (p *poller) wait(timeout time.Duration) []int {
 // its smallest (1 ns; the default, 50 µs, lets the kernel defer the wake-up
 // to batch it with others), set when the wait runs on another thread than
 // the last (a reused thread id with the default slack would only be less
-// precise). A signal ends the wait early with no
+// precise). The thread id is read once per p.locked: a goroutine locked
+// to its thread between its yields, as the caller says, cannot have moved
+// (a tpcb-like open-loop transaction has about 8 waits, and the read was
+// one system call each). A signal ends the wait early with no
 // descriptor ready (the caller's loop keeps its own time).
 //
 // raw: the ppoll is a raw system call. The Go runtime does not see the
@@ -119,14 +126,16 @@ func (p *poller) waitFine(timeout time.Duration, mode pollMode) []int {
 	if slack {
 		// Only a wait that can time out needs the slack (a look
 		// without waiting does not), and only a thread that does not
-		// have it yet: the goroutine stays on one thread between its
-		// yields, and the thread id is a cheaper system call than the
-		// setting (a tpcb-like open-loop transaction has 7 waits).
+		// have it yet: the thread id is a cheaper system call than the
+		// setting.
 		runtime.LockOSThread()
-		if tid := unix.Gettid(); tid != p.slackTid {
-			if unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) == nil {
-				p.slackTid = tid
+		if p.locked.IsZero() || p.locked != p.slackLocked {
+			if tid := unix.Gettid(); tid != p.slackTid {
+				if unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) == nil {
+					p.slackTid = tid
+				}
 			}
+			p.slackLocked = p.locked
 		}
 	}
 	var n int

@@ -11,7 +11,7 @@ import (
 // elsewhere every worker gets its own goroutine.
 const pollSupported = false
 
-type poller struct{}
+type poller struct{ locked time.Time }
 
 func newPoller(n int) *poller              { return &poller{} }
 func (p *poller) reset()                   {}

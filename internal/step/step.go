@@ -1,9 +1,10 @@
 // Package step is the contract between the executor and a workload's
 // workers: a Worker does one unit of work per Step and returns an Outcome
 // (what happened, in exactly one OutcomeClass); the executor times it. The
-// optional Multiplexed, Thread, PinnedThread and Placed interfaces let one
-// driver thread serve several workers (pgbench -j). It has no dependencies,
-// so the executor, the metrics and the database targets can all use it.
+// optional Multiplexed, Thread, PinnedThread, PacedThread, KernelBound
+// and Placed interfaces let one driver thread serve several workers
+// (pgbench -j). It has no dependencies, so the executor, the metrics and
+// the database targets can all use it.
 package step
 
 import (
@@ -137,6 +138,25 @@ type Yielder interface {
 type PinnedThread interface {
 	Thread
 	Pin(cpu int) bool
+}
+
+// PacedThread is a Thread that serves an open loop: besides replies, its
+// goroutine wakes for intended starts, which must run when they are due.
+// Paced is called on the goroutine before its first Tick; the discipline
+// then leaves out what would let the woken thread wait for its CPU (a
+// batch scheduling policy).
+type PacedThread interface {
+	Thread
+	Paced()
+}
+
+// KernelBound is a Thread whose multiplexed workers wait only on the
+// kernel: their replies come from sockets, never from another goroutine of
+// the process. The executor may then leave the runtime no more processors
+// (GOMAXPROCS) than an open loop's threads for the run.
+type KernelBound interface {
+	Thread
+	KernelBound()
 }
 
 // Placed is a Multiplexed worker that can tell on which CPU the server's

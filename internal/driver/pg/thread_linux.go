@@ -34,11 +34,18 @@ const yieldEvery = 8 * time.Millisecond
 // (measured in docs/benchmarks.md). The policy needs no privilege; if the
 // kernel refuses it, nothing else changes.
 //
+// Paced (an open loop's thread) leaves the policy out: the thread also
+// wakes from its own timer for intended starts, and a SCHED_BATCH thread
+// woken while a server process runs on its CPU waits for that process to
+// block or for the end of its time slice. Without it the yields need no
+// policy switches either (two system calls each).
+//
 // Pin keeps the goroutine on one CPU: its thread is given that affinity on
 // the first Tick and again after each yield, and gets its own affinity
 // back whenever it is returned to the runtime.
 type Thread struct {
 	started   bool
+	paced     bool          // Paced was called: no SCHED_BATCH
 	batch     bool          // Tick set SCHED_BATCH on the current thread
 	lastYield time.Duration // since threadEpoch: one clock reading a Tick
 
@@ -65,6 +72,14 @@ func (t *Thread) Pin(cpu int) bool {
 	t.pin, t.pinCPU = true, cpu
 	return true
 }
+
+// KernelBound says that the workers this Thread drives wait only on their
+// sockets (step.KernelBound): direct connections.
+func (t *Thread) KernelBound() {}
+
+// Paced tells the Thread that it serves an open loop's schedule
+// (step.PacedThread): Tick then leaves the thread's policy as it is.
+func (t *Thread) Paced() { t.paced = true }
 
 // pinThread gives the current (locked) thread the pinned affinity,
 // remembering the one it had.
@@ -105,7 +120,9 @@ func (t *Thread) Tick() {
 	if !t.started {
 		t.started = true
 		runtime.LockOSThread()
-		t.batch, t.nice = startBatch()
+		if !t.paced {
+			t.batch, t.nice = startBatch()
+		}
 		t.pinThread()
 		t.lastYield = time.Since(threadEpoch)
 		return

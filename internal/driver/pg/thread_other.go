@@ -11,6 +11,12 @@ func (t *Thread) Tick() {}
 // Pin is not supported on this system.
 func (t *Thread) Pin(cpu int) bool { return false }
 
+// KernelBound: see the Linux Thread.
+func (t *Thread) KernelBound() {}
+
+// Paced does nothing on this system.
+func (t *Thread) Paced() {}
+
 // Stop does nothing on this system.
 func (t *Thread) Stop() {}
 
