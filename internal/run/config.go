@@ -46,8 +46,8 @@ type Config struct {
 	Threads int
 	// NewThread, if not nil, gives the scheduling discipline of a thread
 	// that drives multiplexed workers (driver/pg.Thread for direct
-	// PostgreSQL connections). It is called on each driving goroutine,
-	// concurrently.
+	// PostgreSQL connections). It is called once per thread, one after
+	// the other, before the threads start.
 	NewThread func() step.Thread
 	// FollowServer, for multiplexed threads that are as many as the CPUs
 	// the process may run on, pins thread i to the i-th of those CPUs and

@@ -112,7 +112,7 @@ type muxShared struct {
 	// closed once every thread is done.
 	waker   *waker
 	allDone chan struct{} // closed when the last thread is done (with waker)
-	raw     bool          // waits may be raw (a P is left for the rest of the process)
+	raw     bool          // waits may be raw (see muxStart)
 	release func()        // gives back the Ps held for an open loop (holdProcs), or nil
 
 	// Open loop, over every thread's schedule: measured starts drawn,
@@ -185,7 +185,8 @@ func (r *runner) muxStart(groups [][]*workerState) {
 	}
 	// A raw wait keeps its thread's P: only when another P is left for
 	// the collector, the samplers and anything else the process runs
-	// (the pg target raises GOMAXPROCS to the clients + 1).
+	// (the pg target raises GOMAXPROCS to the clients + 1), except in the
+	// open loop below.
 	sh.raw = runtime.GOMAXPROCS(0) > len(groups)
 	if r.open && sh.raw && kernel {
 		// The open loop's threads yield every few milliseconds (their
@@ -193,9 +194,12 @@ func (r *runner) muxStart(groups [][]*workerState) {
 		// thread, which took the goroutine or went back to sleep, about
 		// 40 µs of CPU a yield, 5% of the driver's CPU in a tpcb-like run
 		// at 500 transactions a second. With no P beyond the threads' the
-		// yield is a trip through the run queue; the rest of the process
-		// (collector, samplers) runs at the yields, and while a thread is
-		// parked (muxIdlePark).
+		// yield is a trip through the run queue. The rest of the process
+		// (collector, samplers, the garbage collector) then runs at the
+		// yields, up to muxOpenWaitMax late, and while a thread is parked
+		// (muxIdlePark); what it takes from a thread's turn shows in the
+		// dispatch delay. The raw waits stay bounded as before, so no
+		// goroutine waits longer than that.
 		sh.release = holdProcs(len(groups))
 	}
 	if !r.open && sh.raw {
