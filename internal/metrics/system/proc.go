@@ -261,8 +261,79 @@ func ReadGroup(procRoot string, root int) (Group, error) {
 	return r.readGroup(procRoot, root)
 }
 
-// procReader reads /proc files into a buffer it reuses: the group scan
-// reads every process's stat file once per sample.
+// children appends root's children to pids from the kernel's lists of
+// each of its threads' children (/proc/PID/task/TID/children, Linux 3.5+
+// with CONFIG_PROC_CHILDREN): a few reads, where the scan read the stat
+// file of every process on the machine, once a second (a tenth of the
+// driver's CPU in an open-loop run of 500 transactions a second, with a
+// hundred processes). ok is false when the lists cannot be read (root gone,
+// or a kernel without them): the caller scans instead.
+func (r *procReader) children(procRoot string, root int, pids []int) ([]int, bool) {
+	dir := procRoot + "/" + strconv.Itoa(root) + "/task"
+	d, err := os.Open(dir)
+	if err != nil {
+		return pids, false
+	}
+	r.names, err = d.Readdirnames(-1)
+	d.Close()
+	if err != nil || len(r.names) == 0 {
+		return pids, false
+	}
+	listed := false
+	for _, tid := range r.names {
+		b, err := r.read(dir + "/" + tid + "/children")
+		if err != nil {
+			continue // the thread ended, or no such file
+		}
+		listed = true
+		for _, f := range bytes.Fields(b) {
+			if pid, err := strconv.Atoi(string(f)); err == nil && pid > 0 {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, listed
+}
+
+// scanChildren appends root's children to pids by reading the parent pid
+// in the stat file of every process under procRoot.
+func (r *procReader) scanChildren(procRoot string, root int, pids []int) ([]int, error) {
+	d, err := os.Open(procRoot)
+	if err != nil {
+		return pids, err
+	}
+	r.names, err = d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return pids, err
+	}
+	rootSeen := false
+	rootDir := strconv.Itoa(root)
+	for _, name := range r.names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		if name == rootDir {
+			rootSeen = true
+			continue
+		}
+		b, err := r.read(procRoot + "/" + name + "/stat")
+		if err != nil {
+			continue // gone, or not a process directory
+		}
+		if ppidOf(b) == root {
+			if pid, err := strconv.Atoi(name); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	if !rootSeen {
+		return pids, fmt.Errorf("process %d not found in %s (server stopped?)", root, procRoot)
+	}
+	return pids, nil
+}
+
+// procReader reads /proc files into a buffer it reuses.
 type procReader struct {
 	buf   []byte
 	names []string
@@ -297,40 +368,14 @@ func (r *procReader) read(path string) ([]byte, error) {
 
 func (r *procReader) readGroup(procRoot string, root int) (Group, error) {
 	var g Group
-	d, err := os.Open(procRoot)
-	if err != nil {
-		return g, err
-	}
-	r.names, err = d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return g, err
-	}
-	pids := append(r.pids[:0], root)
-	rootSeen := false
-	rootDir := strconv.Itoa(root)
-	for _, name := range r.names {
-		if name == "" || name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		if name == rootDir {
-			rootSeen = true
-			continue
-		}
-		b, err := r.read(procRoot + "/" + name + "/stat")
-		if err != nil {
-			continue // gone, or not a process directory
-		}
-		if ppidOf(b) == root {
-			if pid, err := strconv.Atoi(name); err == nil {
-				pids = append(pids, pid)
-			}
+	pids, ok := r.children(procRoot, root, append(r.pids[:0], root))
+	if !ok {
+		var err error
+		if pids, err = r.scanChildren(procRoot, root, pids[:1]); err != nil {
+			return g, err
 		}
 	}
 	r.pids = pids
-	if !rootSeen {
-		return g, fmt.Errorf("process %d not found in %s (server stopped?)", root, procRoot)
-	}
 	var maxShm uint64
 	split := true
 	var sumVmRSS, sumPrivate uint64

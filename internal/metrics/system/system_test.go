@@ -281,6 +281,58 @@ func TestReadGroup(t *testing.T) {
 	}
 }
 
+// TestReadGroupChildren: where the kernel lists a process's children
+// (/proc/PID/task/TID/children), the group is read from those lists, not
+// from a scan of every process: a process whose stat names the root as
+// its parent but that no list names is not read.
+func TestReadGroupChildren(t *testing.T) {
+	src := filepath.Join("testdata", "root", "proc")
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	scanned, err := ReadGroup(root, 3177)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A decoy that only a scan finds, and the lists of the postmaster's
+	// two threads (one of them empty).
+	decoy := filepath.Join(root, "4000")
+	if err := os.CopyFS(decoy, os.DirFS(filepath.Join(src, "3178"))); err != nil {
+		t.Fatal(err)
+	}
+	lists := map[string]string{"3177": "3178 3179 3181 ", "3190": "3182 3183\n"}
+	for tid, list := range lists {
+		dir := filepath.Join(root, "3177", "task", tid)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "children"), []byte(list), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "3177", "task", "3191"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g, err := ReadGroup(root, 3177)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g != scanned {
+		t.Errorf("from the children lists %+v, want the scan's %+v (the decoy 4000 read?)", g, scanned)
+	}
+	// Without the lists, the scan finds the decoy as well.
+	if err := os.RemoveAll(filepath.Join(root, "3177", "task")); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := ReadGroup(root, 3177); err != nil || g.Procs != scanned.Procs+1 {
+		t.Errorf("scan with the decoy: %d processes (%v), want %d", g.Procs, err, scanned.Procs+1)
+	}
+	if _, err := ReadGroup(root, 999999); err == nil {
+		t.Error("missing root: no error")
+	}
+}
+
 func TestFindDevice(t *testing.T) {
 	sys := filepath.Join("testdata", "sys")
 	cases := []struct {
