@@ -74,15 +74,21 @@ type workerState struct {
 // sleep waits d or until stop is closed; it reports whether the full time
 // elapsed. The timer is the worker's own and is reused (no allocation).
 func (ws *workerState) sleep(d time.Duration, stop <-chan struct{}) bool {
+	return sleepOn(ws.timer, d, stop)
+}
+
+// sleepOn waits d on t (stopped, with nothing to receive) or until stop is
+// closed; it reports whether the full time elapsed.
+func sleepOn(t *time.Timer, d time.Duration, stop <-chan struct{}) bool {
 	if d <= 0 {
 		return true
 	}
-	ws.timer.Reset(d)
+	t.Reset(d)
 	select {
-	case <-ws.timer.C:
+	case <-t.C:
 		return true
 	case <-stop:
-		ws.timer.Stop()
+		t.Stop()
 		return false
 	}
 }

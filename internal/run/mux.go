@@ -175,13 +175,14 @@ func (r *runner) muxStart(groups [][]*workerState) {
 	}
 	sh.running.Store(int32(len(groups)))
 	ths := make([]step.Thread, len(groups))
-	kernel := r.cfg.NewThread != nil
+	kernel := r.cfg.NewThread != nil // every thread is step.KernelBound
 	for g := range ths {
-		if r.cfg.NewThread != nil {
-			ths[g] = r.cfg.NewThread()
-			_, ok := ths[g].(step.KernelBound)
-			kernel = kernel && ok
+		if r.cfg.NewThread == nil {
+			break
 		}
+		ths[g] = r.cfg.NewThread()
+		_, ok := ths[g].(step.KernelBound)
+		kernel = kernel && ok
 	}
 	// A raw wait keeps its thread's P: only when another P is left for
 	// the collector, the samplers and anything else the process runs

@@ -36,20 +36,6 @@ const muxParkLead = 2 * time.Millisecond
 // ends the sleep, and nothing else changes while no step is in flight).
 const muxParkMax = time.Second
 
-// sleepOn waits d on t (stopped, with nothing to receive) or until stop is
-// closed.
-func sleepOn(t *time.Timer, d time.Duration, stop <-chan struct{}) {
-	if d <= 0 {
-		return
-	}
-	t.Reset(d)
-	select {
-	case <-t.C:
-	case <-stop:
-		t.Stop()
-	}
-}
-
 // muxOpen is the open loop of multiplexed thread id (see muxLoop), which
 // serves the slots owned; it returns the slots it still owns at the end.
 //
@@ -88,12 +74,14 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 	poller := newPoller(len(owned))
 	park := time.NewTimer(time.Hour)
 	park.Stop()
+	var yieldAt time.Duration // the thread's next yield, since r.base
 	for len(owned) > 0 {
 		if th != nil {
 			th.Tick()
 			if yielder != nil {
 				// The goroutine keeps its OS thread until then.
 				poller.locked = yielder.NextYield()
+				yieldAt = poller.locked.Sub(r.base)
 			}
 		}
 		now := r.since()
@@ -159,15 +147,17 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 		// through its scheduler for 10 ms, at the cost the raw wait
 		// avoids). Idle until a start further away than muxIdlePark (low
 		// rates), it parks (muxIdlePark).
-		timeout := muxParkMax
+		// One clock reading for every deadline (the starts above took
+		// time since now).
+		timeout, at := muxParkMax, r.since()
 		if ready {
 			timeout = 0
 		}
 		if free && !exhausted {
-			timeout = min(timeout, next-r.since())
+			timeout = min(timeout, next-at)
 		}
 		if wake != 0 {
-			timeout = min(timeout, wake-r.since())
+			timeout = min(timeout, wake-at)
 		}
 		if timeout > muxIdlePark && !muxInFlight(slots, owned) {
 			if th != nil {
@@ -182,7 +172,7 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 		if sh.raw {
 			mode, timeout = pollRaw, min(timeout, muxOpenWaitMax)
 			if yielder != nil {
-				timeout = min(timeout, time.Until(poller.locked))
+				timeout = min(timeout, yieldAt-at)
 			}
 		}
 		r.muxContinue(slots, r.muxReady(poller, nil, slots, owned, timeout, mode), func(sl *muxSlot, o step.Outcome, err error) {

@@ -235,6 +235,22 @@ func TestOpenLoopMultiplexedReconnectBackoff(t *testing.T) {
 	}
 }
 
+// execMuxOneThread runs cfg multiplexed on one thread whose discipline is
+// th, with workers whose steps take step, and checks that every worker was
+// closed.
+func execMuxOneThread(t *testing.T, ctx context.Context, cfg Config, step time.Duration, th stp.Thread) *Result {
+	t.Helper()
+	ff := &fakeFleet{step: sleepStep(step)}
+	cfg.forceMux = true
+	cfg.NewThread = func() stp.Thread { return th }
+	res, err := Execute(ctx, cfg, ff.muxFactory(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	return res
+}
+
 // yieldingThread is a step.Yielder that is always due to yield.
 type yieldingThread struct{ ticks atomic.Int64 }
 
@@ -252,16 +268,8 @@ func TestRawWaitEndsAtTheYield(t *testing.T) {
 	if !pollSupported {
 		t.Skip("multiplexing needs poll(2)")
 	}
-	ff := &fakeFleet{step: sleepStep(100 * time.Millisecond)}
 	y := &yieldingThread{}
-	cfg := muxOpenConfig(1, 1, 20, 300*time.Millisecond, 9)
-	cfg.forceMux = true
-	cfg.NewThread = func() stp.Thread { return y }
-	res, err := Execute(context.Background(), cfg, ff.muxFactory(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ff.checkClosed(t)
+	res := execMuxOneThread(t, context.Background(), muxOpenConfig(1, 1, 20, 300*time.Millisecond, 9), 100*time.Millisecond, y)
 	accounted(t, res)
 	if n := y.ticks.Load(); n < 1000 {
 		t.Errorf("%d rounds of the thread's loop: its raw waits ran past the yield", n)
@@ -288,16 +296,8 @@ func TestOpenLoopMultiplexedParks(t *testing.T) {
 		t.Skip("multiplexing needs poll(2)")
 	}
 	const rate, dur, seed = 8.0, 1500 * time.Millisecond, 4
-	ff := &fakeFleet{step: sleepStep(time.Millisecond)}
 	th := &parkingThread{}
-	cfg := muxOpenConfig(2, 1, rate, dur, seed)
-	cfg.forceMux = true
-	cfg.NewThread = func() stp.Thread { return th }
-	res, err := Execute(context.Background(), cfg, ff.muxFactory(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ff.checkClosed(t)
+	res := execMuxOneThread(t, context.Background(), muxOpenConfig(2, 1, rate, dur, seed), time.Millisecond, th)
 	accounted(t, res)
 	pts := muxSchedulePoints(rate, seed, 2, 1, 0, dur)
 	if res.Scheduled != int64(len(pts)) || res.Committed != res.Scheduled {
@@ -333,19 +333,11 @@ func TestOpenLoopMultiplexedParks(t *testing.T) {
 	if first := muxSchedulePoints(slow, seed, 2, 1, 0, time.Minute)[0]; first < 3*time.Second {
 		t.Fatalf("first start at %v, want one seconds away", first)
 	}
-	ff = &fakeFleet{step: sleepStep(time.Millisecond)}
-	th = &parkingThread{}
-	cfg = muxOpenConfig(2, 1, slow, time.Minute, seed)
-	cfg.forceMux = true
-	cfg.NewThread = func() stp.Thread { return th }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	if _, err := Execute(ctx, cfg, ff.muxFactory(-1)); err != nil {
-		t.Fatal(err)
-	}
-	ff.checkClosed(t)
+	execMuxOneThread(t, ctx, muxOpenConfig(2, 1, slow, time.Minute, seed), time.Millisecond, &parkingThread{})
 	if took := time.Since(start); took >= 200*time.Millisecond+muxParkMax*7/10 {
 		t.Errorf("returned %v after the start, with the interrupt at 200 ms: the park did not end on the halt", took)
 	}

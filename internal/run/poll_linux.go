@@ -4,7 +4,6 @@ package run
 
 import (
 	"encoding/binary"
-	"math"
 	"runtime"
 	"time"
 	"unsafe"
@@ -14,20 +13,6 @@ import (
 
 // pollSupported: multiplexed workers are driven with poll(2).
 const pollSupported = true
-
-// pollMode is how a multiplexed thread waits: poller.wait (a timeout in
-// whole milliseconds), or poller.waitFine (to the microsecond) as an
-// ordinary or a raw system call, or a raw wait with the thread's timer
-// slack as it is (pollRawCoarse: the closed loop waits for replies, not
-// for a schedule).
-type pollMode int
-
-const (
-	pollMs pollMode = iota
-	pollFine
-	pollRaw
-	pollRawCoarse
-)
 
 // poller waits for readability on a set of descriptors, each tagged with
 // its slot index. It is reused for every wait (no allocation).
@@ -51,11 +36,6 @@ func newPoller(n int) *poller {
 func (p *poller) reset() { p.fds, p.slots = p.fds[:0], p.slots[:0] }
 
 func (p *poller) len() int { return len(p.fds) }
-
-// waitForever is the timeout of a wait that has no deadline (poller.waitFine):
-// no computed timeout (a deadline minus the time, negative once passed) is
-// ever that.
-const waitForever time.Duration = math.MinInt64
 
 func (p *poller) add(slot, fd int) {
 	p.fds = append(p.fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})

@@ -2,10 +2,7 @@
 
 package run
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // pollSupported: multiplexing is implemented with poll(2) on Linux only;
 // elsewhere every worker gets its own goroutine.
@@ -22,9 +19,6 @@ func (p *poller) waitFine(d time.Duration, mode pollMode) []int {
 	return p.wait(d)
 }
 
-// waitForever: no timeout.
-const waitForever time.Duration = math.MinInt64
-
 // waker: none on this system (multiplexing is Linux-only).
 type waker struct{}
 
@@ -32,15 +26,6 @@ func newWaker() *waker              { return nil }
 func (w *waker) wake()              {}
 func (w *waker) close()             {}
 func (p *poller) addWaker(w *waker) {}
-
-type pollMode int
-
-const (
-	pollMs pollMode = iota
-	pollFine
-	pollRaw
-	pollRawCoarse
-)
 
 // allowedCPUs: threads are not pinned on this system.
 func allowedCPUs() []int { return nil }
