@@ -4,7 +4,10 @@
 #
 # Measures the closed-loop capacity of each case first (pgbench, CLIENTS
 # clients, 10 s), then runs both tools at 25% and 50% of it, alternating
-# pgbench / tunebench RUNS times, and prints per run and as medians:
+# RUNS times (pgbench first in odd pairs, tunebench first in even ones, so
+# that neither always runs on the other's dead tuples), each run after a
+# CHECKPOINT (so that no run starts inside another's checkpoint, with its
+# full-page writes), and prints per run and as medians:
 # latency p50 and p99 (from the scheduled start, both tools), schedule lag
 # (pgbench: the average it prints; tunebench: p50 and average), the
 # achieved rate against the target, and the client's CPU per 1,000
@@ -134,7 +137,9 @@ for case in cases:
     for load in loads:
         rate = int(cap[case] * load / 100)
         for i in range(runs):
-            for name, f in (("pgbench", pgbench), ("tunebench", tunebench)):
+            pair = (("pgbench", pgbench), ("tunebench", tunebench))
+            for name, f in (pair if i % 2 == 0 else pair[::-1]):
+                run(["psql", "-XAqc", "CHECKPOINT"])
                 m = f(case, rate)
                 res.setdefault((case, load, name), []).append(m)
                 print("%-11s %2d%% %6d/s run %d %-9s  p50 %6.3f  p99 %6.3f  avg %6.3f  lag p50 %6.3f avg %6.3f  dispatch %s  %8.1f tps  CPU %5.1f" % (
