@@ -220,7 +220,12 @@ func Execute(ctx context.Context, cfg Config, newWorker Factory) (*Result, error
 		failed:    make(chan struct{}),
 		reg:       metrics.NewRegistry(cfg.OpenLoop()),
 	}
-	r.stepCtx, r.cancelSteps = context.WithCancel(context.WithoutCancel(ctx))
+	stepBase := context.WithoutCancel(ctx)
+	if r.open {
+		// Workers with threads of their own wake for intended starts too.
+		stepBase = step.WithPaced(stepBase)
+	}
+	r.stepCtx, r.cancelSteps = context.WithCancel(stepBase)
 	defer r.cancelSteps()
 	for i, w := range made {
 		t := time.NewTimer(time.Hour)

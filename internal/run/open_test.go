@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -431,4 +432,33 @@ func openLoopDrainServesBacklogAndExtendsWindow(t *testing.T) {
 	if !drain {
 		t.Error("no drain tick with work")
 	}
+}
+
+// TestStepContextPaced: the step context of an open loop carries
+// step.WithPaced (a worker with a thread of its own then keeps it out of
+// the batch policy), and a closed loop's does not.
+func TestStepContextPaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, rate := range []float64{0, 200} {
+			var paced, unpaced atomic.Int64
+			ff := &fakeFleet{step: func(ctx context.Context, id int, n int64) (stp.Outcome, error) {
+				if stp.IsPaced(ctx) {
+					paced.Add(1)
+				} else {
+					unpaced.Add(1)
+				}
+				time.Sleep(time.Millisecond)
+				return ok("op"), nil
+			}}
+			cfg := Config{Workers: 2, Rate: rate, Duration: time.Second, Seed: 1, Tick: 250 * time.Millisecond}
+			if _, err := Execute(context.Background(), cfg, ff.factory()); err != nil {
+				t.Fatal(err)
+			}
+			ff.checkClosed(t)
+			open := rate > 0
+			if p, u := paced.Load(), unpaced.Load(); p+u == 0 || (open && u > 0) || (!open && p > 0) {
+				t.Errorf("rate %v: %d steps with a paced context, %d without", rate, p, u)
+			}
+		}
+	})
 }

@@ -150,6 +150,23 @@ type PacedThread interface {
 	Paced()
 }
 
+// pacedKey marks an open loop's step context (WithPaced).
+type pacedKey struct{}
+
+// WithPaced marks ctx as the step context of an open loop. A worker not
+// driven by a multiplexed thread keeps its own thread discipline, which
+// the executor does not see; that discipline reads the mark (IsPaced)
+// before its thread starts and then behaves as a PacedThread's.
+func WithPaced(ctx context.Context) context.Context {
+	return context.WithValue(ctx, pacedKey{}, true)
+}
+
+// IsPaced reports whether ctx comes from WithPaced.
+func IsPaced(ctx context.Context) bool {
+	paced, _ := ctx.Value(pacedKey{}).(bool)
+	return paced
+}
+
 // KernelBound is a Thread whose multiplexed workers wait only on the
 // kernel: their replies come from sockets, never from another goroutine of
 // the process. The executor may then leave the runtime no more processors

@@ -105,6 +105,7 @@ func (s *Session) Unwatch() {
 // the outcome of a step that could not start and returns false.
 func (s *Session) Ready(ctx context.Context, out *step.Outcome, reconnect func(context.Context) error) bool {
 	if s.Direct && !s.Shared {
+		s.Thread.paceFor(ctx)
 		s.Thread.Tick()
 	}
 	if err := ctx.Err(); err != nil {

@@ -3,9 +3,11 @@
 package pg
 
 import (
+	"context"
 	"runtime"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/step"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,18 +36,19 @@ const yieldEvery = 8 * time.Millisecond
 // (measured in docs/benchmarks.md). The policy needs no privilege; if the
 // kernel refuses it, nothing else changes.
 //
-// Paced (an open loop's thread) leaves the policy out: the thread also
-// wakes from its own timer for intended starts, and a SCHED_BATCH thread
-// woken while a server process runs on its CPU waits for that process to
-// block or for the end of its time slice. Without it the yields need no
-// policy switches either (two system calls each).
+// Paced (an open loop's thread; a session's own thread is paced when its
+// step context is an open loop's, step.WithPaced) leaves the policy out:
+// the thread also wakes from its own timer for intended starts, and a
+// SCHED_BATCH thread woken while a server process runs on its CPU waits
+// for that process to block or for the end of its time slice. Without it
+// the yields need no policy switches either (two system calls each).
 //
 // Pin keeps the goroutine on one CPU: its thread is given that affinity on
 // the first Tick and again after each yield, and gets its own affinity
 // back whenever it is returned to the runtime.
 type Thread struct {
 	started   bool
-	paced     bool          // Paced was called: no SCHED_BATCH
+	paced     bool          // an open loop's (Paced, paceFor): no SCHED_BATCH
 	batch     bool          // Tick set SCHED_BATCH on the current thread
 	lastYield time.Duration // since threadEpoch: one clock reading a Tick
 
@@ -80,6 +83,16 @@ func (t *Thread) KernelBound() {}
 // Paced tells the Thread that it serves an open loop's schedule
 // (step.PacedThread): Tick then leaves the thread's policy as it is.
 func (t *Thread) Paced() { t.paced = true }
+
+// paceFor makes a Thread that has not started paced when ctx is an open
+// loop's step context (step.WithPaced), and not paced otherwise (so it
+// overrides an earlier Paced): for a session's own Thread, which the
+// executor does not see; Session.Ready calls it before each Tick.
+func (t *Thread) paceFor(ctx context.Context) {
+	if !t.started {
+		t.paced = step.IsPaced(ctx)
+	}
+}
 
 // pinThread gives the current (locked) thread the pinned affinity,
 // remembering the one it had.

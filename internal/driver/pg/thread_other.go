@@ -2,6 +2,8 @@
 
 package pg
 
+import "context"
+
 // Thread: direct connections are Linux-only, so there is nothing to do.
 type Thread struct{}
 
@@ -16,6 +18,8 @@ func (t *Thread) KernelBound() {}
 
 // Paced does nothing on this system.
 func (t *Thread) Paced() {}
+
+func (t *Thread) paceFor(context.Context) {}
 
 // Stop does nothing on this system.
 func (t *Thread) Stop() {}
