@@ -366,6 +366,7 @@ type openLoopJSON struct {
 	MaxQueueDepth int64   `json:"max_queue_depth"`
 	ScheduleLagMs latency `json:"schedule_lag_ms"`
 	DispatchMs    latency `json:"dispatch_delay_ms"`
+	TimerSlackUs  float64 `json:"timer_slack_us"`
 	ServiceMs     latency `json:"service_ms"`
 }
 

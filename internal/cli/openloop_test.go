@@ -105,6 +105,12 @@ func TestOpenLoopStall(t *testing.T) {
 	if b, _ := os.ReadFile(rep); !strings.Contains(string(b), "of it the driver&#39;s own dispatch delay p50") {
 		t.Errorf("the report does not show the dispatch delay next to the schedule lag")
 	}
+	if b, _ := os.ReadFile(rep); !strings.Contains(string(b), "Timer slack 25 µs") {
+		t.Errorf("the report does not show the timer slack")
+	}
+	if s.OpenLoop.TimerSlackUs != 25 {
+		t.Errorf("timer_slack_us %v, want the default 25", s.OpenLoop.TimerSlackUs)
+	}
 	if s.OpenLoop.TargetTPS != rate {
 		t.Errorf("target_tps %v", s.OpenLoop.TargetTPS)
 	}

@@ -180,7 +180,7 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 	x := r.Exec()
 	cfg := run.Config{
 		Workers: x.Workers, Threads: x.Threads, FollowServer: x.FollowServer, Duration: x.Duration, Transactions: x.Count,
-		Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit, Seed: x.Seed, Tick: time.Second,
+		Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit, TimerSlack: x.TimerSlack, Seed: x.Seed, Tick: time.Second,
 		OnMeasureStart: x.OnMeasureStart, OnMeasureEnd: x.OnMeasureEnd,
 		OnError: func(worker int, o step.Outcome) { req.emit(Event{Kind: EventError, Worker: worker, Outcome: o}) },
 	}

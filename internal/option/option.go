@@ -80,6 +80,7 @@ const (
 	RoleSeed              // random seed (0 = from the clock)
 	RoleNoCheck           // skip the checks after the run
 	RoleMaxOutagePct      // status errors and exit 4 when outages cover more of the window
+	RoleTimerSlack        // open loop: how late the kernel may wake the driver for a start
 )
 
 // DefaultMaxOutagePct is the share of the measured window (in percent)
@@ -211,6 +212,8 @@ func (o *Option) hint() string {
 			return "give " + ref + " a value of 0 or more"
 		case o.HasMin:
 			return fmt.Sprintf("give %s %s%s or more", ref, fmtNum(o.Min), unit)
+		case o.Kind == KindDuration && o.subSecond():
+			return "give " + ref + " a duration like " + o.Default
 		case o.Kind == KindDuration:
 			return "give " + ref + " a duration like 30s, 2m or 1h30m"
 		}
@@ -220,6 +223,13 @@ func (o *Option) hint() string {
 		return ref + ": " + o.Doc
 	}
 	return "see the option's help"
+}
+
+// subSecond reports whether a duration option's default is in a unit below
+// the second (25µs, 10ms): its hints then speak in that unit.
+func (o *Option) subSecond() bool {
+	d, err := parseDuration(o.Default)
+	return err == nil && d > 0 && d < time.Second && strings.TrimLeft(o.Default, "0123456789.") != "s"
 }
 
 func orList(vs []string) string {
@@ -249,7 +259,11 @@ func (o *Option) checkKind(text string) (string, error) {
 		num = v
 	case KindDuration:
 		if _, err := strconv.ParseFloat(text, 64); err == nil && text != "0" {
-			return "", o.errorf("must be a duration with a unit, like %ss, not a bare number", text)
+			unit := "s"
+			if o.subSecond() {
+				unit = strings.TrimLeft(o.Default, "0123456789.")
+			}
+			return "", o.errorf("must be a duration with a unit, like %s%s, not a bare number", text, unit)
 		}
 		v, err := parseDuration(text)
 		if err != nil {

@@ -3,6 +3,7 @@ package option
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSpell(t *testing.T) {
@@ -26,6 +27,7 @@ func TestExecRules(t *testing.T) {
 		{Name: "iterations", Kind: KindInt, Role: RoleCount},
 		{Name: "rate", Kind: KindFloat, Role: RoleRate},
 		{Name: "latency_limit", Kind: KindDuration, Role: RoleLatencyLimit},
+		{Name: "timer_slack", Kind: KindDuration, Default: "25µs", Role: RoleTimerSlack},
 	}
 	given := func(names ...string) Given {
 		return func(n string) bool {
@@ -49,6 +51,9 @@ func TestExecRules(t *testing.T) {
 		{Values{"duration": "0", "iterations": "5", "rate": "10"}, nil, "--iterations cannot be combined with --rate"},
 		{Values{"duration": "1m", "latency_limit": "5ms"}, nil, "--latency-limit without --rate"},
 		{Values{"duration": "1m", "vusers": "4", "threads": "2", "rate": "10"}, nil, ""}, // the open loop is multiplexed too
+		{Values{"duration": "1m", "timer_slack": "5µs"}, given("timer_slack"), "--timer-slack without --rate"},
+		{Values{"duration": "1m", "timer_slack": "25µs"}, nil, ""}, // the default, with a closed loop
+		{Values{"duration": "1m", "timer_slack": "5µs", "rate": "10"}, given("timer_slack"), ""},
 	}
 	for _, c := range cases {
 		err := ExecRules(set, c.v, c.given)
@@ -61,8 +66,11 @@ func TestExecRules(t *testing.T) {
 		}
 	}
 	x := ExecOf(set, Values{"duration": "2m", "iterations": "5", "vusers": "3"})
-	if x.Duration != 0 || x.Count != 5 || x.Workers != 3 || x.MaxErrorsPct != 100 {
+	if x.Duration != 0 || x.Count != 5 || x.Workers != 3 || x.MaxErrorsPct != 100 || x.TimerSlack != 0 {
 		t.Errorf("ExecOf: %+v", x)
+	}
+	if x := ExecOf(set, Values{"duration": "2m", "rate": "10", "timer_slack": "5µs"}); x.TimerSlack != 5*time.Microsecond {
+		t.Errorf("ExecOf: timer slack %v, want 5µs", x.TimerSlack)
 	}
 }
 

@@ -117,7 +117,7 @@ func ExecRules(s Set, v Values, given Given) error {
 		}
 		return ""
 	}
-	dur, count, rate, limit := name(RoleDuration), name(RoleCount), name(RoleRate), name(RoleLatencyLimit)
+	dur, count, rate, limit, slack := name(RoleDuration), name(RoleCount), name(RoleRate), name(RoleLatencyLimit), name(RoleTimerSlack)
 	ref := Ref
 	if dur != "" && count != "" && given != nil && given(dur) && given(count) && v.Int(count) > 0 {
 		return Errorf("give "+ref(dur)+" or "+ref(count)+", not both", ref(dur)+" and "+ref(count)+" both given")
@@ -131,6 +131,10 @@ func ExecRules(s Set, v Values, given Given) error {
 	if limit != "" && rate != "" && v.Duration(limit) > 0 && v.Float(rate) == 0 {
 		return Errorf(ref(limit)+" needs "+ref(rate)+" (open loop), as in pgbench", ref(limit)+" without "+ref(rate))
 	}
+	if slack != "" && rate != "" && given != nil && given(slack) && v.Float(rate) == 0 {
+		return Errorf("give "+ref(rate)+" too, or leave "+ref(slack)+" out: a closed loop does not wait for starts",
+			ref(slack)+" without "+ref(rate))
+	}
 	return nil
 }
 
@@ -142,6 +146,7 @@ type Exec struct {
 	Warmup           time.Duration
 	Rate             float64
 	LatencyLimit     time.Duration
+	TimerSlack       time.Duration // 0: the executor's default
 	MaxErrorsPct     float64
 	MaxOutagePct     float64
 	Seed             int64
@@ -161,7 +166,7 @@ func ExecOf(s Set, v Values) Exec {
 		Workers: int(v.Int(get(RoleWorkers))), Threads: int(v.Int(get(RoleThreads))),
 		Duration: v.Duration(get(RoleDuration)), Count: v.Int(get(RoleCount)),
 		Warmup: v.Duration(get(RoleWarmup)), Rate: v.Float(get(RoleRate)),
-		LatencyLimit: v.Duration(get(RoleLatencyLimit)), Seed: v.Int(get(RoleSeed)),
+		LatencyLimit: v.Duration(get(RoleLatencyLimit)), TimerSlack: v.Duration(get(RoleTimerSlack)), Seed: v.Int(get(RoleSeed)),
 		NoCheck: v.Bool(get(RoleNoCheck)),
 	}
 	if o, ok := s.ByRole(RoleMaxErrorsPct); ok {

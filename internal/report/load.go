@@ -81,6 +81,7 @@ type summaryFields struct {
 		AchievedTPS float64            `json:"achieved_tps"`
 		Lag         map[string]float64 `json:"schedule_lag_ms"`
 		Dispatch    map[string]float64 `json:"dispatch_delay_ms"`
+		SlackUs     float64            `json:"timer_slack_us"`
 	} `json:"open_loop"`
 }
 

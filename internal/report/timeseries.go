@@ -143,6 +143,9 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 	if ol := rd.Sum.OpenLoop; ol != nil {
 		rc.OpenLoop = fmt.Sprintf("Open loop at %.0f tps (achieved %.1f): schedule lag p50 %.3f ms, p99 %.3f ms; of it the driver's own dispatch delay p50 %.3f ms, p99 %.3f ms (the rest is queueing behind busy workers).",
 			ol.TargetTPS, ol.AchievedTPS, ol.Lag["p50"], ol.Lag["p99"], ol.Dispatch["p50"], ol.Dispatch["p99"])
+		if ol.SlackUs > 0 {
+			rc.OpenLoop += fmt.Sprintf(" Timer slack %s: the kernel could wake the driver that much after an intended start.", results.SlackText(ol.SlackUs))
+		}
 	}
 	sm := seriesMap(rd)
 	outs := rd.Sum.Outages

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/tunebench/tunebench/internal/metrics"
 	"github.com/tunebench/tunebench/internal/run"
@@ -81,9 +82,12 @@ type OpenLoop struct {
 	DispatchDelayMs Latency `json:"dispatch_delay_ms"`
 	ServiceMs       Latency `json:"service_ms"`
 	LatencyLimitMs  float64 `json:"latency_limit_ms,omitempty"`
-	Skipped         int64   `json:"skipped"`
-	Late            int64   `json:"late"`
-	MaxQueueDepth   int64   `json:"max_queue_depth"`
+	// TimerSlackUs is how late the kernel could wake the driver for a
+	// start (run.Config.TimerSlack); runs stored before it was set have 0.
+	TimerSlackUs  float64 `json:"timer_slack_us,omitempty"`
+	Skipped       int64   `json:"skipped"`
+	Late          int64   `json:"late"`
+	MaxQueueDepth int64   `json:"max_queue_depth"`
 }
 
 // DriverStats is tunebench's own cost over the measurement.
@@ -143,6 +147,7 @@ func FromRun(res *run.Result) *Summary {
 			TargetTPS: res.TargetRate, AchievedTPS: res.TPS,
 			ScheduleLagMs: LatencyOf(res.Lag), DispatchDelayMs: LatencyOf(res.Dispatch), ServiceMs: LatencyOf(res.Service),
 			Skipped: res.Skipped, Late: res.Late, MaxQueueDepth: res.MaxQueueDepth,
+			TimerSlackUs: float64(res.TimerSlack) / float64(time.Microsecond),
 		}
 	} else {
 		m.LatencyNote = "closed loop: response time from the actual start; subject to coordinated omission"

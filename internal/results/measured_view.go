@@ -31,6 +31,14 @@ func RunTable(rows []*Summary) *Table {
 // F3 formats milliseconds with three decimals.
 func F3(v float64) string { return fmt.Sprintf("%.3f", v) }
 
+// SlackText spells a timer slack given in microseconds: "25 µs", "1 ns".
+func SlackText(us float64) string {
+	if us < 1 {
+		return fmt.Sprintf("%g ns", us*1000)
+	}
+	return fmt.Sprintf("%g µs", us)
+}
+
 // OutcomeLines are the non-zero outcome classes and SQLSTATEs, the
 // retried attempts by SQLSTATE, outages, the open loop's figures and the
 // driver's cost.
@@ -69,7 +77,11 @@ func OutcomeLines(s *Summary) []Block {
 		// Runs stored before the dispatch delay was measured have none.
 		dispatch := ""
 		if d := ol.DispatchDelayMs; d.Max > 0 {
-			dispatch = fmt.Sprintf(" (the driver's dispatch delay p50 %.3f p99 %.3f ms)", d.P50, d.P99)
+			slack := ""
+			if ol.TimerSlackUs > 0 {
+				slack = ", timer slack " + SlackText(ol.TimerSlackUs)
+			}
+			dispatch = fmt.Sprintf(" (the driver's dispatch delay p50 %.3f p99 %.3f ms%s)", d.P50, d.P99, slack)
 		}
 		add("open loop: target %.1f tps, achieved %.1f tps; schedule lag p50 %.3f p99 %.3f max %.3f ms%s; service p99 %.3f ms; skipped %d, late %d",
 			ol.TargetTPS, ol.AchievedTPS, ol.ScheduleLagMs.P50, ol.ScheduleLagMs.P99, ol.ScheduleLagMs.Max, dispatch,

@@ -33,6 +33,8 @@ func TestValidate(t *testing.T) {
 		"negative drain":    {Workers: 1, Duration: time.Second, DrainTimeout: -1},
 		"tiny tick":         {Workers: 1, Duration: time.Second, Tick: time.Millisecond},
 		"negative tick":     {Workers: 1, Duration: time.Second, Tick: -time.Second},
+		"negative slack":    {Workers: 1, Duration: time.Second, Rate: 10, TimerSlack: -1},
+		"slack too long":    {Workers: 1, Duration: time.Second, Rate: 10, TimerSlack: MaxTimerSlack + 1},
 	}
 	for name, c := range bad {
 		_, err := Execute(context.Background(), c, func(context.Context, int) (stp.Worker, error) {

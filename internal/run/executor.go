@@ -699,6 +699,7 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		Handovers:        r.handovers(),
 		OpenLoop:         r.open,
 		TargetRate:       r.cfg.Rate,
+		TimerSlack:       r.cfg.TimerSlack,
 		Totals:           map[step.OutcomeClass]int64{},
 		SQLStates:        map[string]int64{},
 		Retried:          map[string]int64{},

@@ -10,7 +10,7 @@ import (
 )
 
 // fineSleep waits d in a nanosleep(2) of the calling thread with the
-// smallest timer slack. The Go runtime's own timers, when the process has
+// timer slack slack (Config.TimerSlack). The Go runtime's own timers, when the process has
 // nothing else to do, wake from the netpoller's epoll wait, whose timeout
 // is whole milliseconds: an open-loop worker waiting for a start a few
 // hundred microseconds away woke up to a millisecond late, and that was
@@ -18,14 +18,14 @@ import (
 // wakes within tens of microseconds. The thread is blocked meanwhile (the
 // runtime hands its P to others); d is short (at most the scheduler's
 // lookahead), so the wait is not interruptible.
-func fineSleep(d time.Duration) {
+func fineSleep(d, slack time.Duration) {
 	if d <= 0 {
 		return
 	}
 	runtime.LockOSThread()
-	// 1 ns: the kernel may not defer the wake-up to batch it with others
-	// (the default slack is 50 µs). Per thread, so set each time.
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	// The kernel may defer the wake-up by that much to serve it with
+	// others (the default slack is 50 µs). Per thread, so set each time.
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, slackNs(slack), 0, 0, 0)
 	ts := unix.NsecToTimespec(d.Nanoseconds())
 	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 	}

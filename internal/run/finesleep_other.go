@@ -5,4 +5,4 @@ package run
 import "time"
 
 // fineSleep waits d (the runtime's timers elsewhere).
-func fineSleep(d time.Duration) { time.Sleep(d) }
+func fineSleep(d, _ time.Duration) { time.Sleep(d) }

@@ -72,6 +72,7 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 	defer drop()
 	yielder, _ := th.(step.Yielder)
 	poller := newPoller(len(owned))
+	poller.slack = r.cfg.TimerSlack
 	park := time.NewTimer(time.Hour)
 	park.Stop()
 	var yieldAt time.Duration // the thread's next yield, since r.base

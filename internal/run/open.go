@@ -126,7 +126,7 @@ func (r *runner) openLoop(ws *workerState) {
 		if now < tk {
 			// tk is at most the lookahead away: a precise wait of the
 			// thread (fineSleep), then a halt that came meanwhile.
-			fineSleep(tk - now)
+			fineSleep(tk-now, r.cfg.TimerSlack)
 			// Under a fake clock (testing/synctest) the thread's sleep
 			// passes no time: the runtime's timer then does.
 			if now = r.since(); now < tk && !ws.sleep(tk-now, r.halt) || r.isHalted() {

@@ -20,8 +20,10 @@ type poller struct {
 	fds   []unix.PollFd
 	slots []int
 	ready []int
-	// slackTid is the thread given the smallest timer slack at the last
+	// slack is the timer slack of the timed waits (Config.TimerSlack;
+	// 0: 1 ns, the smallest). slackTid is the thread given it at the last
 	// timed wait, 0 none yet.
+	slack    time.Duration
 	slackTid int
 	// locked, if set by the caller, says the goroutine keeps its OS
 	// thread until then (its step.Yielder's next yield); slackLocked is
@@ -67,11 +69,11 @@ func (p *poller) wait(timeout time.Duration) []int {
 }
 
 // waitFine is wait with a timeout precise to microseconds, for the
-// multiplexed open loop: ppoll(2) with the calling thread's timer slack at
-// its smallest (1 ns; the default, 50 µs, lets the kernel defer the wake-up
-// to batch it with others), set when the wait runs on another thread than
-// the last (a reused thread id with the default slack would only be less
-// precise). The thread id is read once per p.locked: a goroutine locked
+// multiplexed open loop: ppoll(2) with the calling thread's timer slack
+// set to p.slack (the kernel's default, 50 µs, is what pgbench -R waits
+// with; the run's default is half that, Config.TimerSlack), set when the
+// wait runs on another thread than the last (a reused thread id with
+// another slack would only be less precise, or wake more often). The thread id is read once per p.locked: a goroutine locked
 // to its thread between its yields, as the caller says, cannot have moved
 // (a tpcb-like open-loop transaction has about 8 waits, and the read was
 // one system call each). A signal ends the wait early with no
@@ -111,7 +113,7 @@ func (p *poller) waitFine(timeout time.Duration, mode pollMode) []int {
 		runtime.LockOSThread()
 		if p.locked.IsZero() || p.locked != p.slackLocked {
 			if tid := unix.Gettid(); tid != p.slackTid {
-				if unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) == nil {
+				if unix.Prctl(unix.PR_SET_TIMERSLACK, slackNs(p.slack), 0, 0, 0) == nil {
 					p.slackTid = tid
 				}
 			}
@@ -141,6 +143,10 @@ func (p *poller) waitFine(timeout time.Duration, mode pollMode) []int {
 	p.collect()
 	return p.ready
 }
+
+// slackNs is a timer slack for prctl(PR_SET_TIMERSLACK): at least 1 ns (0
+// would restore the thread's default).
+func slackNs(d time.Duration) uintptr { return uintptr(max(d.Nanoseconds(), 1)) }
 
 // collect appends the ready slots to p.ready (a waker, slot -1, is not
 // one).

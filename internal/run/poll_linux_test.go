@@ -3,6 +3,7 @@
 package run
 
 import (
+	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -42,5 +43,65 @@ func TestSlackOncePerLockedPeriod(t *testing.T) {
 	p.waitFine(time.Microsecond, pollRaw)
 	if p.slackTid != tid {
 		t.Errorf("no period: slack on thread %d, want %d", p.slackTid, tid)
+	}
+}
+
+// TestTimerSlackSet: the multiplexed open loop's timed waits and the
+// thread-per-worker open loop's sleeps give their thread the run's timer
+// slack (Config.TimerSlack), 1 ns for none.
+func TestTimerSlackSet(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	slack := func() int {
+		s, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	p := newPoller(0)
+	p.slack = 40 * time.Microsecond
+	p.waitFine(time.Microsecond, pollRaw)
+	if s := slack(); s != 40_000 {
+		t.Errorf("after a raw wait: timer slack %d ns, want 40000", s)
+	}
+	fineSleep(time.Microsecond, 30*time.Microsecond)
+	if s := slack(); s != 30_000 {
+		t.Errorf("after fineSleep: timer slack %d ns, want 30000", s)
+	}
+	fineSleep(time.Microsecond, 0)
+	if s := slack(); s != 1 {
+		t.Errorf("after fineSleep with none: timer slack %d ns, want 1", s)
+	}
+}
+
+// slackThread records the timer slack of the thread each Tick runs on.
+type slackThread struct{ seen map[int]int }
+
+func (s *slackThread) Tick() {
+	if v, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil {
+		s.seen[v]++
+	}
+}
+func (s *slackThread) Stop() {}
+
+// TestOpenLoopMultiplexedTimerSlack: the multiplexed open loop waits with
+// the configured slack (no other code sets 40 µs: the runtime's threads
+// have the kernel's 50 µs, the default is 25 µs), and the default applies
+// when the config gives none.
+func TestOpenLoopMultiplexedTimerSlack(t *testing.T) {
+	for _, tc := range []struct {
+		slack, want time.Duration
+	}{{40 * time.Microsecond, 40 * time.Microsecond}, {0, DefaultTimerSlack}} {
+		th := &slackThread{seen: map[int]int{}}
+		cfg := muxOpenConfig(2, 1, 500, 300*time.Millisecond, 3)
+		cfg.TimerSlack = tc.slack
+		res := execMuxOneThread(t, context.Background(), cfg, 200*time.Microsecond, th)
+		if res.TimerSlack != tc.want {
+			t.Errorf("slack %v: the result says %v, want %v", tc.slack, res.TimerSlack, tc.want)
+		}
+		if th.seen[int(tc.want.Nanoseconds())] == 0 {
+			t.Errorf("slack %v: no tick ran on a thread with a timer slack of %v (seen: %v)", tc.slack, tc.want, th.seen)
+		}
 	}
 }

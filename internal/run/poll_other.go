@@ -8,7 +8,10 @@ import "time"
 // elsewhere every worker gets its own goroutine.
 const pollSupported = false
 
-type poller struct{ locked time.Time }
+type poller struct {
+	locked time.Time
+	slack  time.Duration
+}
 
 func newPoller(n int) *poller              { return &poller{} }
 func (p *poller) reset()                   {}

@@ -41,6 +41,7 @@ type Result struct {
 	Handovers    int64
 	OpenLoop     bool
 	TargetRate   float64
+	TimerSlack   time.Duration // Config.TimerSlack (open loop)
 	// Ops has one entry per (op, class), sorted by op then class.
 	Ops []OpStats
 	// Totals counts outcomes per class (classes with none are absent).

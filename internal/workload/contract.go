@@ -289,6 +289,7 @@ func TxOptions() option.Set {
 			Doc: "open loop: target transactions per second in total (Poisson schedule)"},
 		{Name: "latency_limit", Short: "L", Kind: option.KindDuration, Role: option.RoleLatencyLimit,
 			Doc: "with a rate: skip transactions later than this, count completed ones over it as late"},
+		TimerSlackOption(),
 		{Name: "seed", Kind: option.KindInt, FlagOnly: true, Role: option.RoleSeed,
 			Doc: "random seed (0 = from the clock; stored with the run)"},
 		{Name: "max_errors_pct", Kind: option.KindFloat, Default: "1", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxErrorsPct,
@@ -296,6 +297,25 @@ func TxOptions() option.Set {
 		{Name: "max_outage_pct", Kind: option.KindFloat, Default: "5", HasMin: true, Max: 100, HasMax: true, Role: option.RoleMaxOutagePct,
 			Doc: "exit with code 4 (status errors) when outages (the server unreachable) cover more than this percentage of the measured window"},
 	}
+}
+
+// TimerSlackOption is the open loop's timer slack (run.Config.TimerSlack),
+// for every workload with a rate option.
+func TimerSlackOption() option.Option {
+	return option.Option{Name: "timer_slack", Kind: option.KindDuration, Default: run.DefaultTimerSlack.String(), Role: option.RoleTimerSlack,
+		Validate: checkTimerSlack,
+		Doc: "with a rate: how much later than an intended start the kernel may wake the driver, to serve several wake-ups at once " +
+			"(Linux timer slack; 1ns for the most precise starts, at about 5% more client CPU)"}
+}
+
+// checkTimerSlack accepts a timer slack from 1 ns to run.MaxTimerSlack.
+func checkTimerSlack(text string) (string, error) {
+	d, err := time.ParseDuration(text)
+	if err != nil || d < time.Nanosecond || d > run.MaxTimerSlack {
+		return "", option.Errorf("give {timer_slack} a duration from 1ns to "+run.MaxTimerSlack.String()+", like "+run.DefaultTimerSlack.String()+" (the default)",
+			"{timer_slack} "+text+" is out of range")
+	}
+	return d.String(), nil
 }
 
 // TxParams are the stored parameters of a workload declared with
@@ -311,6 +331,7 @@ type TxParams struct {
 	Warmup       time.Duration `json:"warmup_ns"`
 	Rate         float64       `json:"rate_tps"`
 	LatencyLimit time.Duration `json:"latency_limit_ns"`
+	TimerSlack   time.Duration `json:"timer_slack_ns,omitempty"` // open loop only
 	MaxTries     int           `json:"max_tries"`
 	Seed         int64         `json:"seed"`
 	MaxErrorsPct float64       `json:"max_errors_pct"`
@@ -320,9 +341,13 @@ type TxParams struct {
 // TxParamsOf reads TxParams from the run's executor options x, its values
 // o and its seed.
 func TxParamsOf(x option.Exec, o option.Values, seed int64) TxParams {
-	return TxParams{Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"),
+	p := TxParams{Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"),
 		Duration: x.Duration, Transactions: x.Count, Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit,
 		MaxTries: int(o.Int("max_tries")), Seed: seed, MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
+	if x.Rate > 0 {
+		p.TimerSlack = x.TimerSlack
+	}
+	return p
 }
 
 // Validator checks rules across a phase's options, beyond each option's

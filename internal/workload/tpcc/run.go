@@ -65,6 +65,7 @@ type params struct {
 	KeyingThink     bool          `json:"keying_think"`
 	Isolation       string        `json:"isolation"`
 	Rate            float64       `json:"rate_tps"`
+	TimerSlack      time.Duration `json:"timer_slack_ns,omitempty"` // open loop only
 	MaxTries        int           `json:"max_tries"`
 	Seed            int64         `json:"seed"`
 	NoCheck         bool          `json:"no_check"`
@@ -102,6 +103,9 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 		AllWarehouses: o.Bool("all_warehouses"), KeyingThink: o.Bool("keying_think"), Isolation: o.String("isolation"),
 		Rate: x.Rate, MaxTries: int(o.Int("max_tries")), Seed: env.Seed, NoCheck: x.NoCheck,
 		ExpensiveChecks: o.Bool("expensive_checks"), MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
+	if x.Rate > 0 {
+		r.p.TimerSlack = x.TimerSlack
+	}
 	conn, err := t.Connect(ctx)
 	if err != nil {
 		return nil, err

@@ -73,6 +73,7 @@ func (Workload) Options() option.Set {
 			Doc: "transaction isolation level"},
 		{Name: "rate", Short: "R", Kind: option.KindFloat, HasMin: true, Role: option.RoleRate,
 			Doc: "open loop: target transactions per second in total (Poisson schedule)"},
+		workload.TimerSlackOption(),
 		{Name: "max_tries", Kind: option.KindInt, Default: strconv.Itoa(DefaultMaxTries), Min: 1, HasMin: true,
 			Doc: "tries per transaction for serialization failures and deadlocks (1 = no retry)"},
 		{Name: "seed", Kind: option.KindInt, FlagOnly: true, Role: option.RoleSeed,
