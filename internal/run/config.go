@@ -29,11 +29,12 @@ const (
 	// asked to stop, so in-flight work gets at most this long to finish.
 	MaxInterruptDrain = 5 * time.Second
 	// DefaultTimerSlack is the open loop's timer slack (Config.TimerSlack):
-	// half the kernel's default (50 µs, what pgbench -R waits with). In a
-	// select-only run at a quarter of the capacity of 2 cores it cut the
-	// driver's CPU per transaction by 5% against 1 ns and kept the
-	// schedule lag p50 at 0.7 of pgbench's (docs/benchmarks.md,
-	// "Open-loop precision").
+	// half the kernel's default (50 µs, what pgbench -R waits with). In
+	// select-only runs at a quarter of the capacity of 2 cores, against
+	// 1 ns, it took 10% off the thread wake-ups and 1 to 5% off the
+	// driver's CPU per transaction (two sets), and the schedule lag p50
+	// stayed at 0.6 to 0.7 of pgbench's (docs/benchmarks.md, "Open-loop
+	// precision").
 	DefaultTimerSlack = 25 * time.Microsecond
 	// MaxTimerSlack bounds Config.TimerSlack: a wake-up later than this is
 	// no longer an open loop's precise start.

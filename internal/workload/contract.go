@@ -305,7 +305,7 @@ func TimerSlackOption() option.Option {
 	return option.Option{Name: "timer_slack", Kind: option.KindDuration, Default: run.DefaultTimerSlack.String(), Role: option.RoleTimerSlack,
 		Validate: checkTimerSlack,
 		Doc: "with a rate: how much later than an intended start the kernel may wake the driver, to serve several wake-ups at once " +
-			"(Linux timer slack; 1ns for the most precise starts, at about 5% more client CPU)"}
+			"(Linux timer slack; 1ns for the most precise starts, at a few percent more client CPU)"}
 }
 
 // checkTimerSlack accepts a timer slack from 1 ns to run.MaxTimerSlack.
