@@ -16,8 +16,10 @@
 # that is the same for both (/proc/PID/stat read 5 s after the process
 # started and 5 s before its duration ends, over its achieved rate). Last,
 # the paired ratios tunebench/pgbench of that CPU and of p99: the geometric
-# mean of the pairs with a 95% interval. pgbench's percentiles come from its per-transaction log (-l:
-# latency and schedule lag in microseconds per transaction).
+# mean of the pairs with a 95% interval. pgbench's percentiles come from its
+# per-transaction log (-l: latency and schedule lag in microseconds per
+# transaction), of a random sample of about LOGSAMPLES transactions a run
+# (--sampling-rate; writing the log is part of pgbench's CPU).
 #
 #   select-only   pgbench -n -S -M prepared -R R -c C -j J -l  vs  tunebench run tpcb -b select-only -R R -c C
 #   tpcb-like     pgbench -n -M prepared -R R -c C -j J -l     vs  tunebench run tpcb -b tpcb-like -R R -c C
@@ -26,7 +28,9 @@
 # Settings (environment): SCALE (10) CLIENTS (4) DURATION seconds (30) RUNS
 # (3) JOBS (number of cores, at most CLIENTS) LOADS (25,50: percent of
 # capacity) CASES (select-only,tpcb-like) TBTHREADS (tunebench's -j; 0: its
-# default) TBARGS (more tunebench options, e.g. --no-samplers). The server
+# default) TBARGS (more tunebench options, e.g. --no-samplers) LOGSAMPLES
+# (20000: pgbench logs about this many transactions a run, --sampling-rate;
+# a huge value logs them all). The server
 # and its data are removed on exit, whatever happens.
 set -euo pipefail
 
@@ -41,6 +45,7 @@ LOADS=${LOADS:-25,50}
 TBTHREADS=${TBTHREADS:-0}
 TBARGS=${TBARGS:-}
 CASES=${CASES:-select-only,tpcb-like}
+LOGSAMPLES=${LOGSAMPLES:-20000}
 
 BENCH_NAME=bench-openloop
 # shellcheck source=scripts/bench-common.sh
@@ -56,15 +61,16 @@ echo "server: $(psql -XAtc 'SELECT version()')"
 echo "pgbench: $(pgbench --version)"
 echo "tunebench: $("$TB" version 2>/dev/null | head -1)"
 
-TB="$TB" WORK="$work" TBTHREADS="$TBTHREADS" TBARGS="$TBARGS" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" LOADS="$LOADS" CASES="$CASES" \
+TB="$TB" WORK="$work" LOGSAMPLES="$LOGSAMPLES" TBTHREADS="$TBTHREADS" TBARGS="$TBARGS" CLIENTS="$CLIENTS" DURATION="$DURATION" RUNS="$RUNS" JOBS="$JOBS" LOADS="$LOADS" CASES="$CASES" \
 python3 - <<'PY'
-import glob, json, math, os, re, resource, statistics, subprocess, sys, time
+import glob, json, math, os, re, resource, statistics, subprocess, sys, tempfile, time
 
 tb, work = os.environ["TB"], os.environ["WORK"]
 clients, dur, jobs = os.environ["CLIENTS"], os.environ["DURATION"], os.environ["JOBS"]
 tbthreads = os.environ["TBTHREADS"]
 tbargs = os.environ["TBARGS"].split()
 runs = int(os.environ["RUNS"])
+logsamples = int(os.environ["LOGSAMPLES"])
 loads = [int(x) for x in os.environ["LOADS"].split(",")]
 cases = os.environ["CASES"].split(",")
 srv = os.path.join(work, "srv")
@@ -85,19 +91,24 @@ def proc_cpu(pid):
 
 def run(cmd, cwd=None, window=None):
     # window (a, b): also the CPU the process used between a and b seconds
-    # after its start (None if it ended before b)
+    # after its start, per second of the time between the two reads (None
+    # if it ended before b). The output goes to a file: nothing reads a
+    # pipe while the window waits.
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
-    win = None
-    if window:
-        time.sleep(max(0, t0 + window[0] - time.monotonic()))
-        c0 = proc_cpu(p.pid)
-        time.sleep(max(0, t0 + window[1] - time.monotonic()))
-        c1 = proc_cpu(p.pid)
-        if c0 is not None and c1 is not None and p.poll() is None:
-            win = c1 - c0
-    out = p.communicate()[0]
+    with tempfile.TemporaryFile("w+") as outf:
+        p = subprocess.Popen(cmd, stdout=outf, stderr=subprocess.STDOUT, text=True, cwd=cwd)
+        win = None
+        if window:
+            time.sleep(max(0, t0 + window[0] - time.monotonic()))
+            c0, w0 = proc_cpu(p.pid), time.monotonic()
+            time.sleep(max(0, t0 + window[1] - time.monotonic()))
+            c1, w1 = proc_cpu(p.pid), time.monotonic()
+            if c0 is not None and c1 is not None and p.poll() is None:
+                win = (c1 - c0) / (w1 - w0)
+        p.wait()
+        outf.seek(0)
+        out = outf.read()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         sys.exit("bench-openloop: %s failed (exit %d):\n%s" % (cmd[0], p.returncode, out))
@@ -105,15 +116,29 @@ def run(cmd, cwd=None, window=None):
 
 # The steady-state CPU window of every measured run, the same for both tools:
 # from WIN_SKIP seconds after the process started to WIN_SKIP before its
-# duration ends (startup, connections and the end of the run left out).
+# duration ends (startup, connections and the end of the run left out;
+# tunebench's start-up to its first transaction takes about 0.2 s here).
+if float(dur) < 12:
+    sys.exit("bench-openloop: DURATION must be at least 12 s (the CPU window leaves out 2 s at each end)")
 WIN_SKIP = min(5.0, float(dur) / 6)
 WINDOW = (WIN_SKIP, float(dur) - WIN_SKIP)
 
 def wincpu(win, tps):
-    # CPU ms per 1,000 transactions in the window, at the run's achieved rate
+    # CPU ms per 1,000 transactions in the window (win: CPU seconds per
+    # second), at the run's achieved rate
     if win is None:
         return float("nan")
-    return win * 1e6 / (tps * (WINDOW[1] - WINDOW[0]))
+    return win * 1e6 / tps
+
+# pgbench's percentiles come from its per-transaction log, and writing it is
+# part of its CPU (in select-only at 7,450/s, 45.3 against 41.0 us per
+# transaction without -l). It logs a random sample of the transactions,
+# enough for the percentiles (LOGSAMPLES, about 20,000 a run, all of them at
+# low rates): its cheapest way to give them.
+def sampling(rate):
+    if rate in ("R", 0):
+        return 1.0
+    return min(1.0, logsamples / (float(rate) * float(dur)))
 
 def pgbench_cmd(case, rate, seconds, log):
     c = ["pgbench", "-n", "-M", "prepared", "-c", clients, "-j", jobs, "-T", str(seconds)]
@@ -121,6 +146,10 @@ def pgbench_cmd(case, rate, seconds, log):
         c += ["-R", str(rate)]
     if log:
         c += ["-l"]
+        if rate == "R":
+            c += ["[--sampling-rate S]"]
+        elif sampling(rate) < 1:
+            c += ["--sampling-rate", "%.4f" % sampling(rate)]
     if case == "select-only":
         c += ["-S"]
     return c
@@ -151,9 +180,10 @@ def pgbench(case, rate):
                 lat.append(int(x[2]) / 1000)
                 lag.append(int(x[6]) / 1000)
     tps = float(re.search(r"^tps = ([0-9.]+)", out, re.M).group(1))
+    done = int(re.search(r"^number of transactions actually processed: ([0-9]+)", out, re.M).group(1))
     return dict(tps=tps, p50=pct(lat, 50), p99=pct(lat, 99), avg=statistics.mean(lat),
-                lag50=pct(lag, 50), lagavg=statistics.mean(lag), disp50=None, cpu=cpu * 1e6 / len(lat),
-                wcpu=wincpu(win, tps))
+                lag50=pct(lag, 50), lagavg=statistics.mean(lag), disp50=None, cpu=cpu * 1e6 / done,
+                wcpu=wincpu(win, tps), logged=len(lat))
 
 def tunebench(case, rate):
     _, _, win = run(tunebench_cmd(case, rate), window=WINDOW)
@@ -189,7 +219,7 @@ for case in cases:
                     case, load, rate, i + 1, name, m["p50"], m["p99"], m["avg"], m["lag50"], m["lagavg"],
                     "   -  " if m["disp50"] is None else "%6.3f" % m["disp50"], m["tps"], m["cpu"], m["wcpu"]), flush=True)
 
-print("\n== medians of %d runs x %s s, %s clients, -j %s" % (runs, dur, clients, jobs))
+print("\n== medians of %d runs x %s s, %s clients, -j %s; pgbench's percentiles from about %d logged transactions a run" % (runs, dur, clients, jobs, logsamples))
 print("%-11s %4s %7s  %-9s %7s %7s %7s %8s %8s %9s %9s %6s" % ("case", "load", "rate", "tool", "p50", "p99", "avg", "lag p50", "lag avg", "rate err", "CPU/1000", "window"))
 for case in cases:
     for load in loads:

@@ -213,7 +213,7 @@ func (o *Option) hint() string {
 		case o.HasMin:
 			return fmt.Sprintf("give %s %s%s or more", ref, fmtNum(o.Min), unit)
 		case o.Kind == KindDuration && o.subSecond():
-			return "give " + ref + " a duration like " + o.Default
+			return "give " + ref + " a duration like " + o.example()
 		case o.Kind == KindDuration:
 			return "give " + ref + " a duration like 30s, 2m or 1h30m"
 		}
@@ -231,6 +231,9 @@ func (o *Option) subSecond() bool {
 	d, err := parseDuration(o.Default)
 	return err == nil && d > 0 && d < time.Second && strings.TrimLeft(o.Default, "0123456789.") != "s"
 }
+
+// example is a sub-second default as a user types it (25us, not 25µs).
+func (o *Option) example() string { return strings.ReplaceAll(o.Default, "µ", "u") }
 
 func orList(vs []string) string {
 	switch len(vs) {
@@ -261,12 +264,15 @@ func (o *Option) checkKind(text string) (string, error) {
 		if _, err := strconv.ParseFloat(text, 64); err == nil && text != "0" {
 			unit := "s"
 			if o.subSecond() {
-				unit = strings.TrimLeft(o.Default, "0123456789.")
+				unit = strings.TrimLeft(o.example(), "0123456789.")
 			}
 			return "", o.errorf("must be a duration with a unit, like %s%s, not a bare number", text, unit)
 		}
 		v, err := parseDuration(text)
 		if err != nil {
+			if o.subSecond() {
+				return "", o.errorf("must be a duration like %s, not %q", o.example(), text)
+			}
 			return "", o.errorf("must be a duration like 30s, 2m or 1h30m, not %q", text)
 		}
 		if v < 0 {

@@ -52,7 +52,9 @@ func TestExecRules(t *testing.T) {
 		{Values{"duration": "1m", "latency_limit": "5ms"}, nil, "--latency-limit without --rate"},
 		{Values{"duration": "1m", "vusers": "4", "threads": "2", "rate": "10"}, nil, ""}, // the open loop is multiplexed too
 		{Values{"duration": "1m", "timer_slack": "5µs"}, given("timer_slack"), "--timer-slack without --rate"},
-		{Values{"duration": "1m", "timer_slack": "25µs"}, nil, ""}, // the default, with a closed loop
+		{Values{"duration": "1m", "timer_slack": "25µs"}, nil, ""},                                // the default, with a closed loop
+		{Values{"duration": "1m", "timer_slack": "5µs"}, nil, "--timer-slack without --rate"},     // an experiment's plan: not the default
+		{Values{"duration": "1m", "timer_slack": "25µs"}, given("timer_slack"), "without --rate"}, // given, even as the default
 		{Values{"duration": "1m", "timer_slack": "5µs", "rate": "10"}, given("timer_slack"), ""},
 	}
 	for _, c := range cases {

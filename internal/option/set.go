@@ -131,7 +131,17 @@ func ExecRules(s Set, v Values, given Given) error {
 	if limit != "" && rate != "" && v.Duration(limit) > 0 && v.Float(rate) == 0 {
 		return Errorf(ref(limit)+" needs "+ref(rate)+" (open loop), as in pgbench", ref(limit)+" without "+ref(rate))
 	}
-	if slack != "" && rate != "" && given != nil && given(slack) && v.Float(rate) == 0 {
+	// A timer slack set without a rate: given, or, where nothing says what
+	// was given (an experiment's plan fills every default), not the default.
+	slackSet := false
+	if o, ok := s.ByRole(RoleTimerSlack); ok {
+		if given != nil {
+			slackSet = given(slack)
+		} else if def, err := parseDuration(o.Default); v[slack] != "" && (err != nil || v.Duration(slack) != def) {
+			slackSet = true
+		}
+	}
+	if slackSet && rate != "" && v.Float(rate) == 0 {
 		return Errorf("give "+ref(rate)+" too, or leave "+ref(slack)+" out: a closed loop does not wait for starts",
 			ref(slack)+" without "+ref(rate))
 	}

@@ -10,7 +10,6 @@ package run
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
@@ -31,10 +30,10 @@ const (
 	// DefaultTimerSlack is the open loop's timer slack (Config.TimerSlack):
 	// half the kernel's default (50 µs, what pgbench -R waits with). In
 	// select-only runs at a quarter of the capacity of 2 cores, against
-	// 1 ns, it took 10% off the thread wake-ups and 1 to 5% off the
-	// driver's CPU per transaction (two sets), and the schedule lag p50
-	// stayed at 0.6 to 0.7 of pgbench's (docs/benchmarks.md, "Open-loop
-	// precision").
+	// 1 ns: 10% fewer thread wake-ups and 1% less driver CPU per
+	// transaction (30 µs: 4% and 5%, in another set, where one run moves
+	// by 3-8%), and a schedule lag p50 of 0.6 to 0.7 of pgbench's
+	// (docs/benchmarks.md, "Open-loop precision").
 	DefaultTimerSlack = 25 * time.Microsecond
 	// MaxTimerSlack bounds Config.TimerSlack: a wake-up later than this is
 	// no longer an open loop's precise start.
@@ -162,7 +161,7 @@ func (c Config) Validate() error {
 	case c.LatencyLimit < 0:
 		return errs.Usage(hint, "latency limit must not be negative, got %v", c.LatencyLimit)
 	case c.TimerSlack < 0 || c.TimerSlack > MaxTimerSlack:
-		return errs.Usage(fmt.Sprintf("give a timer slack from 1ns to %v (the default, %v, if unsure)", MaxTimerSlack, DefaultTimerSlack),
+		return errs.Usage("give a timer slack from 1ns to 1ms (the default, 25us, if unsure)",
 			"timer slack %v is out of range", c.TimerSlack)
 	case c.DrainTimeout < 0:
 		return errs.Usage(hint, "drain timeout must not be negative, got %v", c.DrainTimeout)

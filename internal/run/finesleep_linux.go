@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fineSleep waits d in a nanosleep(2) of the calling thread with the
-// timer slack slack (Config.TimerSlack). The Go runtime's own timers, when the process has
+// fineSleep waits d in a nanosleep(2) of the calling thread, with the
+// given timer slack (Config.TimerSlack). The Go runtime's own timers, when the process has
 // nothing else to do, wake from the netpoller's epoll wait, whose timeout
 // is whole milliseconds: an open-loop worker waiting for a start a few
 // hundred microseconds away woke up to a millisecond late, and that was

@@ -73,7 +73,9 @@ func (p *poller) wait(timeout time.Duration) []int {
 // set to p.slack (the kernel's default, 50 µs, is what pgbench -R waits
 // with; the run's default is half that, Config.TimerSlack), set when the
 // wait runs on another thread than the last (a reused thread id with
-// another slack would only be less precise, or wake more often). The thread id is read once per p.locked: a goroutine locked
+// another slack would only be less precise, or wake more often). ppoll
+// allows at least 0.1% of its timeout whatever the slack (8 µs of the
+// longest raw wait, muxOpenWaitMax). The thread id is read once per p.locked: a goroutine locked
 // to its thread between its yields, as the caller says, cannot have moved
 // (a tpcb-like open-loop transaction has about 8 waits, and the read was
 // one system call each). A signal ends the wait early with no

@@ -305,14 +305,14 @@ func TimerSlackOption() option.Option {
 	return option.Option{Name: "timer_slack", Kind: option.KindDuration, Default: run.DefaultTimerSlack.String(), Role: option.RoleTimerSlack,
 		Validate: checkTimerSlack,
 		Doc: "with a rate: how much later than an intended start the kernel may wake the driver, to serve several wake-ups at once " +
-			"(Linux timer slack; 1ns for the most precise starts, at a few percent more client CPU)"}
+			"(Linux timer slack; 1ns for the most precise starts, for more wake-ups and client CPU)"}
 }
 
 // checkTimerSlack accepts a timer slack from 1 ns to run.MaxTimerSlack.
 func checkTimerSlack(text string) (string, error) {
 	d, err := time.ParseDuration(text)
 	if err != nil || d < time.Nanosecond || d > run.MaxTimerSlack {
-		return "", option.Errorf("give {timer_slack} a duration from 1ns to "+run.MaxTimerSlack.String()+", like "+run.DefaultTimerSlack.String()+" (the default)",
+		return "", option.Errorf("give {timer_slack} a duration from 1ns to 1ms, like 25us (the default)",
 			"{timer_slack} "+text+" is out of range")
 	}
 	return d.String(), nil
