@@ -183,7 +183,7 @@ def pgbench(case, rate):
     done = int(re.search(r"^number of transactions actually processed: ([0-9]+)", out, re.M).group(1))
     return dict(tps=tps, p50=pct(lat, 50), p99=pct(lat, 99), avg=statistics.mean(lat),
                 lag50=pct(lag, 50), lagavg=statistics.mean(lag), disp50=None, cpu=cpu * 1e6 / done,
-                wcpu=wincpu(win, tps), logged=len(lat))
+                wcpu=wincpu(win, tps))
 
 def tunebench(case, rate):
     _, _, win = run(tunebench_cmd(case, rate), window=WINDOW)
@@ -245,7 +245,7 @@ print("rate err: achieved / target - 1")
 T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131]
 def paired(key, case, load):
     xs = [math.log(t[key] / p[key]) for p, t in zip(res[(case, load, "pgbench")], res[(case, load, "tunebench")])
-          if p[key] > 0 and t[key] > 0 and not math.isnan(p[key]) and not math.isnan(t[key])]
+          if p[key] > 0 and t[key] > 0]  # a missing window is NaN: left out
     if not xs:
         return "   -"
     m = statistics.mean(xs)

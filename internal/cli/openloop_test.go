@@ -111,6 +111,12 @@ func TestOpenLoopStall(t *testing.T) {
 	if s.OpenLoop.TimerSlackUs != 25 {
 		t.Errorf("timer_slack_us %v, want the default 25", s.OpenLoop.TimerSlackUs)
 	}
+	if x := h.must(0, "results", "export", fmt.Sprint(s.RunID), "--format", "json", "--results", results); !strings.Contains(x.stdout, `"timer_slack_ns":25000`) {
+		t.Errorf("the stored parameters lack the timer slack")
+	}
+	if x := h.must(0, "results", "show", fmt.Sprint(s.RunID), "--results", results); !strings.Contains(x.stdout, "timer slack 25 µs") {
+		t.Errorf("results show does not give the timer slack next to the dispatch delay:\n%s", x.stdout)
+	}
 	if s.OpenLoop.TargetTPS != rate {
 		t.Errorf("target_tps %v", s.OpenLoop.TargetTPS)
 	}

@@ -74,6 +74,9 @@ func TestExecRules(t *testing.T) {
 	if x := ExecOf(set, Values{"duration": "2m", "rate": "10", "timer_slack": "5µs"}); x.TimerSlack != 5*time.Microsecond {
 		t.Errorf("ExecOf: timer slack %v, want 5µs", x.TimerSlack)
 	}
+	if x := ExecOf(set, Values{"duration": "2m", "timer_slack": "25µs"}); x.TimerSlack != 0 {
+		t.Errorf("ExecOf: timer slack %v in a closed loop, want none (not stored)", x.TimerSlack)
+	}
 }
 
 func TestListsAndDefaults(t *testing.T) {

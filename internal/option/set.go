@@ -133,13 +133,9 @@ func ExecRules(s Set, v Values, given Given) error {
 	}
 	// A timer slack set without a rate: given, or, where nothing says what
 	// was given (an experiment's plan fills every default), not the default.
-	slackSet := false
-	if o, ok := s.ByRole(RoleTimerSlack); ok {
-		if given != nil {
-			slackSet = given(slack)
-		} else if def, err := parseDuration(o.Default); v[slack] != "" && (err != nil || v.Duration(slack) != def) {
-			slackSet = true
-		}
+	slackSet := given != nil && given(slack)
+	if o, ok := s.ByRole(RoleTimerSlack); ok && given == nil && v[slack] != "" {
+		slackSet = v.Duration(slack) != Values{slack: o.Default}.Duration(slack)
 	}
 	if slackSet && rate != "" && v.Float(rate) == 0 {
 		return Errorf("give "+ref(rate)+" too, or leave "+ref(slack)+" out: a closed loop does not wait for starts",
@@ -156,7 +152,7 @@ type Exec struct {
 	Warmup           time.Duration
 	Rate             float64
 	LatencyLimit     time.Duration
-	TimerSlack       time.Duration // 0: the executor's default
+	TimerSlack       time.Duration // open loop only; 0: the executor's default
 	MaxErrorsPct     float64
 	MaxOutagePct     float64
 	Seed             int64
@@ -178,6 +174,9 @@ func ExecOf(s Set, v Values) Exec {
 		Warmup: v.Duration(get(RoleWarmup)), Rate: v.Float(get(RoleRate)),
 		LatencyLimit: v.Duration(get(RoleLatencyLimit)), TimerSlack: v.Duration(get(RoleTimerSlack)), Seed: v.Int(get(RoleSeed)),
 		NoCheck: v.Bool(get(RoleNoCheck)),
+	}
+	if e.Rate == 0 {
+		e.TimerSlack = 0 // a closed loop waits for no start: nothing to store
 	}
 	if o, ok := s.ByRole(RoleMaxErrorsPct); ok {
 		e.MaxErrorsPct = v.Float(o.Name)

@@ -10,12 +10,12 @@ import (
 )
 
 // fineSleep waits d in a nanosleep(2) of the calling thread, with the
-// given timer slack (Config.TimerSlack). The Go runtime's own timers, when the process has
-// nothing else to do, wake from the netpoller's epoll wait, whose timeout
-// is whole milliseconds: an open-loop worker waiting for a start a few
-// hundred microseconds away woke up to a millisecond late, and that was
-// the driver's part of every transaction's latency. A thread's nanosleep
-// wakes within tens of microseconds. The thread is blocked meanwhile (the
+// given timer slack (Config.TimerSlack). The Go runtime's own timers, when
+// the process has nothing else to do, wake from the netpoller's epoll
+// wait, whose timeout is whole milliseconds: an open-loop worker waiting
+// for a start a few hundred microseconds away woke up to a millisecond
+// late, and that was the driver's part of every transaction's latency. A
+// thread's nanosleep wakes within tens of microseconds. The thread is blocked meanwhile (the
 // runtime hands its P to others); d is short (at most the scheduler's
 // lookahead), so the wait is not interruptible.
 func fineSleep(d, slack time.Duration) {

@@ -75,11 +75,12 @@ func (p *poller) wait(timeout time.Duration) []int {
 // wait runs on another thread than the last (a reused thread id with
 // another slack would only be less precise, or wake more often). ppoll
 // allows at least 0.1% of its timeout whatever the slack (8 µs of the
-// longest raw wait, muxOpenWaitMax). The thread id is read once per p.locked: a goroutine locked
-// to its thread between its yields, as the caller says, cannot have moved
-// (a tpcb-like open-loop transaction has about 8 waits, and the read was
-// one system call each). A signal ends the wait early with no
-// descriptor ready (the caller's loop keeps its own time).
+// longest raw wait, muxOpenWaitMax). The thread id is read once per
+// p.locked: a goroutine locked to its thread between its yields, as the
+// caller says, cannot have moved (a tpcb-like open-loop transaction has
+// about 8 waits, and the read was one system call each). A signal ends
+// the wait early with no descriptor ready (the caller's loop keeps its
+// own time).
 //
 // raw: the ppoll is a raw system call. The Go runtime does not see the
 // thread enter a system call, and the goroutine keeps its P while it

@@ -341,13 +341,9 @@ type TxParams struct {
 // TxParamsOf reads TxParams from the run's executor options x, its values
 // o and its seed.
 func TxParamsOf(x option.Exec, o option.Values, seed int64) TxParams {
-	p := TxParams{Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"),
+	return TxParams{Clients: x.Workers, Threads: x.Threads, FollowServer: o.String("follow_server"),
 		Duration: x.Duration, Transactions: x.Count, Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit,
-		MaxTries: int(o.Int("max_tries")), Seed: seed, MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
-	if x.Rate > 0 {
-		p.TimerSlack = x.TimerSlack
-	}
-	return p
+		TimerSlack: x.TimerSlack, MaxTries: int(o.Int("max_tries")), Seed: seed, MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
 }
 
 // Validator checks rules across a phase's options, beyond each option's

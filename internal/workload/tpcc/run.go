@@ -101,11 +101,8 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 	r := &tpccRun{env: env, t: t, exec: x, audit: NewAudit()}
 	r.p = params{VUsers: x.Workers, Duration: x.Duration, Iterations: x.Count, Rampup: x.Warmup, Mode: o.String("mode"),
 		AllWarehouses: o.Bool("all_warehouses"), KeyingThink: o.Bool("keying_think"), Isolation: o.String("isolation"),
-		Rate: x.Rate, MaxTries: int(o.Int("max_tries")), Seed: env.Seed, NoCheck: x.NoCheck,
+		Rate: x.Rate, TimerSlack: x.TimerSlack, MaxTries: int(o.Int("max_tries")), Seed: env.Seed, NoCheck: x.NoCheck,
 		ExpensiveChecks: o.Bool("expensive_checks"), MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
-	if x.Rate > 0 {
-		r.p.TimerSlack = x.TimerSlack
-	}
 	conn, err := t.Connect(ctx)
 	if err != nil {
 		return nil, err
