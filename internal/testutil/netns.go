@@ -72,7 +72,11 @@ func NewNetNS(tb testing.TB) *NetNS {
 
 // claimSubnet takes a /30 of 10.231.0.0/16 (number k, from start on) that
 // no interface here uses and no other test holds: a lock file, held until
-// unlock, tells the test processes of one machine apart.
+// unlock, tells the test processes of one machine apart. unlock removes
+// the file before it lets go of the lock, so no lock files are left
+// behind; a lock taken on a file that its holder removed in the meantime
+// (opened before the removal, locked after) is on a file no one else will
+// open, so it does not count.
 func claimSubnet(tb testing.TB, start int) (int, func()) {
 	tb.Helper()
 	used, _ := exec.Command("ip", "-o", "-4", "addr").Output()
@@ -81,18 +85,32 @@ func claimSubnet(tb testing.TB, start int) (int, func()) {
 		if strings.Contains(string(used), fmt.Sprintf("10.231.%d.", k)) {
 			continue
 		}
-		f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("tunebench-netns-%d.lock", k)), os.O_CREATE|os.O_RDWR, 0o600)
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("tunebench-netns-%d.lock", k))
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil || !isFileAt(f, path) {
 			f.Close()
 			continue
 		}
-		return k, func() { f.Close() }
+		return k, func() {
+			os.Remove(path)
+			f.Close()
+		}
 	}
 	tb.Fatalf("no free /30 in 10.231.0.0/16 for a test network namespace")
 	return 0, nil
+}
+
+// isFileAt reports whether path still names the file f has open.
+func isFileAt(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // sweepNetNS deletes the namespaces a killed test process left
