@@ -523,3 +523,50 @@ func TestDriverSampler(t *testing.T) {
 		t.Errorf("gc pause %v", g)
 	}
 }
+
+// TestReadGroupFiles: a process without an io file (gone, or hidden) is
+// read without its I/O and is no error; an io file that cannot be read is
+// the group's IOErr, naming the file; a status file longer than the
+// reader's first buffer is read whole.
+func TestReadGroupFiles(t *testing.T) {
+	src := filepath.Join("testdata", "root", "proc")
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	want, err := ReadGroup(root, 3177)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3182's status behind 10 kB of lines the parser skips.
+	status := filepath.Join(root, "3182", "status")
+	b, err := os.ReadFile(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := append([]byte(strings.Repeat("Filler:\tx\n", 1000)), b...)
+	if err := os.WriteFile(status, long, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := ReadGroup(root, 3177); err != nil || g != want {
+		t.Errorf("with a long status file: %+v (%v), want %+v", g, err, want)
+	}
+
+	pio, err := ParseProcIO(read(t, "root/proc/3179/io"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, "3179", "io")); err != nil {
+		t.Fatal(err)
+	}
+	g, err := ReadGroup(root, 3177)
+	if err != nil || g.IOErr != nil || g.ReadBytes != want.ReadBytes-pio.ReadBytes || g.Procs != want.Procs {
+		t.Errorf("without 3179/io: %+v (%v), want its bytes left out and no error", g, err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "3179", "io"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := ReadGroup(root, 3177); err != nil || g.IOErr == nil || !strings.Contains(g.IOErr.Error(), filepath.Join("3179", "io")) {
+		t.Errorf("with an unreadable 3179/io: IOErr %v (%v), want it named", g.IOErr, err)
+	}
+}
