@@ -73,6 +73,8 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 	yielder, _ := th.(step.Yielder)
 	poller := newPoller(len(owned))
 	poller.slack = r.cfg.TimerSlack
+	poller.useTimer()
+	defer poller.close()
 	park := time.NewTimer(time.Hour)
 	park.Stop()
 	var yieldAt time.Duration // the thread's next yield, since r.base

@@ -105,3 +105,99 @@ func TestOpenLoopMultiplexedTimerSlack(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlineTimer: a multiplexed open-loop thread's raw waits poll a
+// timer descriptor, armed once per deadline, while its deadlines have been
+// waited for deadlineReuse times or more on average, and wait with ppoll
+// timeouts otherwise; the descriptor ends a wait at its deadline.
+func TestDeadlineTimer(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var pipe [2]int
+	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pipe[0])
+	defer unix.Close(pipe[1])
+	p := newPoller(1)
+	p.useTimer()
+	defer p.close()
+	p.add(0, pipe[0])
+	ping := func() {
+		if _, err := unix.Write(pipe[1], []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain := func() { _, _ = unix.Read(pipe[0], make([]byte, 16)) }
+	// A guard: a wait nothing ends (the descriptor not polled, and no
+	// timeout) ends by this write, 2 s on.
+	guard := time.AfterFunc(2*time.Second, ping)
+	defer guard.Stop()
+
+	// Deadlines waited for n times each, a reply ending every wait.
+	ping()
+	deadlines := func(count, n int) {
+		t.Helper()
+		base := time.Now().Add(time.Second)
+		for k := range count {
+			d := base.Add(time.Duration(k) * time.Millisecond)
+			for range n {
+				if got := p.waitFine(time.Until(d), pollRaw); len(got) != 1 {
+					t.Fatalf("a wait with a reply: ready %v", got)
+				}
+			}
+		}
+	}
+	// Like a tpcb-like run's: the descriptor is taken, armed at most
+	// once per deadline.
+	deadlines(40, 6)
+	if arms := p.timer.arms; arms == 0 || arms > 40 {
+		t.Fatalf("40 deadlines waited for 6 times each: armed %d times, want 1 to 40", arms)
+	}
+	// Like a select-only run's: back to the timeouts.
+	deadlines(60, 1)
+	arms := p.timer.arms
+	deadlines(20, 1)
+	if p.timer.arms != arms {
+		t.Fatalf("deadlines waited for once each: the descriptor armed %d more times", p.timer.arms-arms)
+	}
+
+	// Several waits again (an average above the bound by more than the
+	// last deadline's single wait takes off): one arming for the
+	// deadline, and the idle wait ends at it.
+	p.timer.reuse = (deadlineReuse + 1) * reuseScale
+	deadline := time.Now().Add(50 * time.Millisecond)
+	arms = p.timer.arms
+	for range 3 {
+		p.waitFine(time.Until(deadline), pollRaw)
+	}
+	if p.timer.arms != arms+1 || p.timer.armed == 0 {
+		t.Fatalf("3 waits for one deadline: armed %d times (armed: %v), want once", p.timer.arms-arms, p.timer.armed != 0)
+	}
+	drain()
+	// A signal (the runtime's preemption) ends a raw wait early: the
+	// caller waits again, as here.
+	var got []int
+	waits := 0
+	for time.Until(deadline) > deadlineSame && len(got) == 0 {
+		got = p.waitFine(time.Until(deadline), pollRaw)
+		waits++
+	}
+	t.Logf("the idle wait took %d waits", waits)
+	late := time.Since(deadline)
+	if len(got) != 0 || late < -deadlineSame || late > time.Second {
+		t.Fatalf("idle wait on the descriptor: ready %v, ended %v after the deadline", got, late)
+	}
+	if p.timer.armed != 0 {
+		t.Error("the descriptor fired, and is still taken as armed")
+	}
+	if p.timer.arms != arms+1 {
+		t.Errorf("waits for one deadline armed the descriptor %d times, want once (did it fire early?)", p.timer.arms-arms)
+	}
+	// A poller without the timer (the closed loop's) makes none.
+	q := newPoller(0)
+	q.waitFine(time.Millisecond, pollRaw)
+	if q.timer != nil {
+		t.Error("a poller without useTimer has a deadline timer")
+	}
+}

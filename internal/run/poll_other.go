@@ -16,6 +16,8 @@ type poller struct {
 func newPoller(n int) *poller              { return &poller{} }
 func (p *poller) reset()                   {}
 func (p *poller) len() int                 { return 0 }
+func (p *poller) useTimer()                {}
+func (p *poller) close()                   {}
 func (p *poller) add(slot, fd int)         {}
 func (p *poller) wait(time.Duration) []int { time.Sleep(time.Millisecond); return nil }
 func (p *poller) waitFine(d time.Duration, mode pollMode) []int {
