@@ -29,8 +29,8 @@ type poller struct {
 	// thread until then (its step.Yielder's next yield); slackLocked is
 	// the value it had at the last look at the thread id.
 	locked, slackLocked time.Time
-	// timer, if set up (useTimer), ends the raw waits for a deadline
-	// already waited for twice (see deadlineTimer).
+	// timer, if set up (useTimer), ends the raw timed waits while the
+	// thread's deadlines are shared by several waits (see deadlineTimer).
 	timer *deadlineTimer
 }
 
@@ -40,11 +40,11 @@ func newPoller(n int) *poller {
 
 // useTimer makes the raw timed waits use a deadline timer (the
 // multiplexed open loop's); close releases it.
-func (p *poller) useTimer() { p.timer = &deadlineTimer{base: time.Now()} }
+func (p *poller) useTimer() { p.timer = &deadlineTimer{fd: -1, base: time.Now()} }
 
 // close releases what the poller holds (its deadline timer).
 func (p *poller) close() {
-	if p.timer != nil && p.timer.fd > 0 {
+	if p.timer != nil && p.timer.fd >= 0 {
 		_ = unix.Close(p.timer.fd)
 	}
 	p.timer = nil
@@ -61,15 +61,16 @@ func (p *poller) close() {
 // select-only transaction waits once or twice for a deadline, and arming
 // a descriptor for each cost 1.5% more than the timeouts. So the thread
 // polls the descriptor while its deadlines have lately been waited for
-// deadlineReuse times or more (a moving average), else it waits with
-// timeouts. The descriptor's timer has no slack (it fires at the deadline,
-// within the --timer-slack the run promises).
+// about deadlineReuse times or more (a moving average), else it waits with
+// timeouts. The descriptor's timer has no slack: it fires at the deadline
+// (--timer-slack then does not apply), never after it.
 type deadlineTimer struct {
-	fd    int       // the timerfd; 0 not made yet, -1 refused (timeouts only)
-	base  time.Time // the origin of the deadlines below
-	armed int64     // deadline it is armed for (ns since base), 0 none or fired
-	last  int64     // the deadline of the previous timed wait
-	waits int       // timed waits for last so far
+	fd      int       // the timerfd, -1 none yet
+	refused bool      // the system refused one: timeouts only
+	base    time.Time // the origin of the deadlines below
+	armed   int64     // deadline it is armed for (ns since base), 0 none or fired
+	last    int64     // the deadline of the previous timed wait
+	waits   int       // timed waits for last so far
 	// reuse is the moving average of the waits per deadline, in
 	// 1/reuseScale.
 	reuse int
@@ -77,8 +78,15 @@ type deadlineTimer struct {
 }
 
 // deadlineSame is how far apart two deadlines may be and still be one:
-// the caller computes each timeout from its own clock reading.
-const deadlineSame = 10 * time.Microsecond
+// the caller computes each timeout from its own clock reading. The
+// descriptor is re-armed for a deadline more than deadlineEarly before
+// the one it is armed for (the waits then never end late by more than
+// that, and the clock readings' own drift, well under a microsecond, does
+// not re-arm it), and for one more than deadlineSame after it.
+const (
+	deadlineSame  = 10 * time.Microsecond
+	deadlineEarly = time.Microsecond
+)
 
 // deadlineReuse is the average number of waits per deadline from which the
 // waits poll the descriptor (a tpcb-like run's is 5, a select-only run's
@@ -100,18 +108,18 @@ func (t *deadlineTimer) prepare(timeout time.Duration) int {
 		t.last, t.waits = d, 0
 	}
 	t.waits++
-	if t.reuse < deadlineReuse*reuseScale || t.fd < 0 {
+	if t.reuse < deadlineReuse*reuseScale || t.refused {
 		return -1
 	}
-	if t.fd == 0 {
+	if t.fd < 0 {
 		fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
 		if err != nil {
-			t.fd = -1
+			t.refused = true
 			return -1
 		}
 		t.fd = fd
 	}
-	if t.armed == 0 || abs64(d-t.armed) > int64(deadlineSame) {
+	if t.armed == 0 || t.armed-d > int64(deadlineEarly) || d-t.armed > int64(deadlineSame) {
 		// Relative: the kernel adds its clock at the call, microseconds
 		// from the reading above. Re-arming also clears a firing nobody
 		// polled.

@@ -148,11 +148,13 @@ func TestDeadlineTimer(t *testing.T) {
 			}
 		}
 	}
-	// Like a tpcb-like run's: the descriptor is taken, armed at most
-	// once per deadline.
+	// Like a tpcb-like run's: the descriptor is taken, armed about once
+	// per deadline (a wait descheduled for more than deadlineSame
+	// between its clock readings sees another deadline: the bounds leave
+	// room for that on a loaded machine).
 	deadlines(40, 6)
-	if arms := p.timer.arms; arms == 0 || arms > 40 {
-		t.Fatalf("40 deadlines waited for 6 times each: armed %d times, want 1 to 40", arms)
+	if arms := p.timer.arms; arms == 0 || arms > 80 {
+		t.Fatalf("40 deadlines waited for 6 times each: armed %d times, want 1 to 80", arms)
 	}
 	// Like a select-only run's: back to the timeouts.
 	deadlines(60, 1)
@@ -163,36 +165,55 @@ func TestDeadlineTimer(t *testing.T) {
 	}
 
 	// Several waits again (an average above the bound by more than the
-	// last deadline's single wait takes off): one arming for the
-	// deadline, and the idle wait ends at it.
+	// last deadline's single wait takes off): the descriptor is armed
+	// for the deadline and ends the idle wait at it, not before, not
+	// much after.
 	p.timer.reuse = (deadlineReuse + 1) * reuseScale
 	deadline := time.Now().Add(50 * time.Millisecond)
 	arms = p.timer.arms
 	for range 3 {
 		p.waitFine(time.Until(deadline), pollRaw)
 	}
-	if p.timer.arms != arms+1 || p.timer.armed == 0 {
-		t.Fatalf("3 waits for one deadline: armed %d times (armed: %v), want once", p.timer.arms-arms, p.timer.armed != 0)
+	if n := p.timer.arms - arms; n < 1 || n > 2 || p.timer.armed == 0 {
+		t.Fatalf("3 waits for one deadline: armed %d times (armed: %v), want once", n, p.timer.armed != 0)
 	}
 	drain()
 	// A signal (the runtime's preemption) ends a raw wait early: the
 	// caller waits again, as here.
 	var got []int
-	waits := 0
 	for time.Until(deadline) > deadlineSame && len(got) == 0 {
 		got = p.waitFine(time.Until(deadline), pollRaw)
-		waits++
+		if p.timer.armed == 0 && time.Until(deadline) > deadlineSame {
+			t.Fatalf("the descriptor fired %v before the deadline", time.Until(deadline))
+		}
 	}
-	t.Logf("the idle wait took %d waits", waits)
 	late := time.Since(deadline)
-	if len(got) != 0 || late < -deadlineSame || late > time.Second {
+	if len(got) != 0 || late < -deadlineSame || late > 50*time.Millisecond {
 		t.Fatalf("idle wait on the descriptor: ready %v, ended %v after the deadline", got, late)
 	}
 	if p.timer.armed != 0 {
 		t.Error("the descriptor fired, and is still taken as armed")
 	}
-	if p.timer.arms != arms+1 {
-		t.Errorf("waits for one deadline armed the descriptor %d times, want once (did it fire early?)", p.timer.arms-arms)
+	// An earlier deadline re-arms it (a wait never ends late), a
+	// later one by no more than deadlineSame does not.
+	ping()
+	deadline = time.Now().Add(time.Second)
+	for range 2 {
+		p.waitFine(time.Until(deadline), pollRaw)
+	}
+	armed := p.timer.armed
+	arms = p.timer.arms
+	p.timer.last = 0 // one wait each, whatever the averages
+	p.timer.reuse = (deadlineReuse + 1) * reuseScale
+	p.waitFine(time.Until(deadline.Add(-5*time.Microsecond)), pollRaw)
+	if p.timer.arms != arms+1 || p.timer.armed >= armed {
+		t.Errorf("a deadline 5 µs earlier: armed %d more times, now for %v after the old one, want once, before", p.timer.arms-arms, time.Duration(p.timer.armed-armed))
+	}
+	p.timer.last, p.timer.reuse = 0, (deadlineReuse+1)*reuseScale
+	arms = p.timer.arms
+	p.waitFine(time.Until(deadline), pollRaw)
+	if p.timer.arms != arms {
+		t.Errorf("a deadline 5 µs later: re-armed")
 	}
 	// A poller without the timer (the closed loop's) makes none.
 	q := newPoller(0)

@@ -305,7 +305,8 @@ func TimerSlackOption() option.Option {
 	return option.Option{Name: "timer_slack", Kind: option.KindDuration, Default: run.DefaultTimerSlack.String(), Role: option.RoleTimerSlack,
 		Validate: checkTimerSlack,
 		Doc: "with a rate: how much later than an intended start the kernel may wake the driver, to serve several wake-ups at once " +
-			"(Linux timer slack; 1ns for the most precise starts, for more wake-ups and client CPU)"}
+			"(Linux timer slack; 1ns for the most precise starts, for more wake-ups and client CPU; a thread whose waits share their deadlines, " +
+			"as a transaction of several statements does, waits on a timer without slack)"}
 }
 
 // checkTimerSlack accepts a timer slack from 1 ns to run.MaxTimerSlack.
