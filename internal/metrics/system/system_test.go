@@ -281,16 +281,23 @@ func TestReadGroup(t *testing.T) {
 	}
 }
 
+// procCopy copies the test /proc (testdata/root/proc, src) to a temporary
+// directory, root, that a test may change.
+func procCopy(t *testing.T) (src, root string) {
+	t.Helper()
+	src, root = filepath.Join("testdata", "root", "proc"), t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return src, root
+}
+
 // TestReadGroupChildren: where the kernel lists a process's children
 // (/proc/PID/task/TID/children), the group is read from those lists, not
 // from a scan of every process: a process whose stat names the root as
 // its parent but that no list names is not read.
 func TestReadGroupChildren(t *testing.T) {
-	src := filepath.Join("testdata", "root", "proc")
-	root := t.TempDir()
-	if err := os.CopyFS(root, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
+	src, root := procCopy(t)
 	scanned, err := ReadGroup(root, 3177)
 	if err != nil {
 		t.Fatal(err)
@@ -529,11 +536,7 @@ func TestDriverSampler(t *testing.T) {
 // the group's IOErr, naming the file; a status file longer than the
 // reader's first buffer is read whole.
 func TestReadGroupFiles(t *testing.T) {
-	src := filepath.Join("testdata", "root", "proc")
-	root := t.TempDir()
-	if err := os.CopyFS(root, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
+	_, root := procCopy(t)
 	want, err := ReadGroup(root, 3177)
 	if err != nil {
 		t.Fatal(err)
