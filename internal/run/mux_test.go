@@ -35,6 +35,10 @@ type fakeMuxWorker struct {
 	begins    int
 	failFirst int
 	failedAt  []time.Time
+	// trips is the round trips of a step (fakeFleet.trips), left the
+	// ones still to come in the step pending.
+	trips, left int
+	tripTime    time.Duration
 }
 
 func (f *fakeMuxWorker) Multiplex(on bool) bool {
@@ -58,6 +62,7 @@ func (f *fakeMuxWorker) Begin(ctx context.Context) (stp.Outcome, bool, error) {
 		return stp.Outcome{Op: "op", Class: stp.ClassConnError, Err: errors.New("connection refused")}, false, nil
 	}
 	f.pending.Store(true)
+	f.left = f.trips - 1
 	go func() {
 		f.o, f.err = f.fakeWorker.Step(ctx)
 		_, _ = f.w.Write([]byte{1})
@@ -69,6 +74,15 @@ func (f *fakeMuxWorker) Continue(ctx context.Context) (stp.Outcome, bool, error)
 	var b [1]byte
 	if _, err := f.r.Read(b[:]); err != nil {
 		panic(err)
+	}
+	if f.left > 0 {
+		// Another round trip of the step (a statement of a transaction).
+		f.left--
+		go func() {
+			time.Sleep(f.tripTime)
+			_, _ = f.w.Write([]byte{1})
+		}()
+		return stp.Outcome{}, true, nil
 	}
 	f.pending.Store(false)
 	return f.o, false, f.err
@@ -92,7 +106,8 @@ func (ff *fakeFleet) muxFactory(refuse int) Factory {
 		if err != nil {
 			return nil, err
 		}
-		return &fakeMuxWorker{fakeWorker: fakeWorker{id: id, step: ff.step, closed: &ff.closed, steps: &ff.steps}, r: r, w: w, refuse: id == refuse}, nil
+		return &fakeMuxWorker{fakeWorker: fakeWorker{id: id, step: ff.step, closed: &ff.closed, steps: &ff.steps}, r: r, w: w, refuse: id == refuse,
+			trips: max(1, ff.trips), tripTime: ff.tripTime}, nil
 	}
 }
 

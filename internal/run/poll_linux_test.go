@@ -4,11 +4,14 @@ package run
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	stp "github.com/tunebench/tunebench/internal/step"
 )
 
 // TestSlackOncePerLockedPeriod: a timed wait gives its thread the smallest
@@ -220,5 +223,71 @@ func TestDeadlineTimer(t *testing.T) {
 	q.waitFine(time.Millisecond, pollRaw)
 	if q.timer != nil {
 		t.Error("a poller without useTimer has a deadline timer")
+	}
+}
+
+// timerfds counts the process's timer descriptors (/proc/self/fd).
+func timerfds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && l == "anon_inode:[timerfd]" {
+			n++
+		}
+	}
+	return n
+}
+
+// timerfdThread yields as the pg target's threads do (step.Yielder, every
+// 8 ms), and records, at its ticks, the most timer descriptors the process
+// had open (it looks at every 8th tick).
+type timerfdThread struct {
+	t          *testing.T
+	ticks, max int
+	next       time.Time
+}
+
+func (s *timerfdThread) Tick() {
+	if now := time.Now(); !now.Before(s.next) {
+		s.next = now.Add(8 * time.Millisecond)
+	}
+	if s.ticks++; s.ticks%8 == 0 {
+		s.max = max(s.max, timerfds(s.t))
+	}
+}
+func (s *timerfdThread) Stop()                {}
+func (s *timerfdThread) NextYield() time.Time { return s.next }
+
+// TestOpenLoopMultiplexedUsesDeadlineTimer: a multiplexed open-loop thread
+// whose transactions are several round trips each (a tpcb-like run's: its
+// waits share the deadline of the next start or of the thread's yield)
+// waits on a deadline timer with its raw waits, and closes it at the end.
+// (TestDeadlineTimer tests the timer; this, that the open loop uses it.)
+func TestOpenLoopMultiplexedUsesDeadlineTimer(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8)) // raw waits
+	before := timerfds(t)
+	th := &timerfdThread{t: t}
+	ff := &fakeFleet{step: sleepStep(0), trips: 7}
+	cfg := muxOpenConfig(2, 1, 500, 600*time.Millisecond, 5)
+	cfg.forceMux = true
+	cfg.NewThread = func() stp.Thread { return th }
+	res, err := Execute(context.Background(), cfg, ff.muxFactory(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	accounted(t, res)
+	if res.Committed == 0 || ff.steps.Load() != res.Committed {
+		t.Fatalf("%d steps, %d committed", ff.steps.Load(), res.Committed)
+	}
+	if th.max <= before {
+		t.Errorf("%d ticks: no timer descriptor beyond the %d there before, want the thread's deadline timer", th.ticks, before)
+	}
+	if after := timerfds(t); after != before {
+		t.Errorf("%d timer descriptors after the run, %d before: the thread's was not closed", after, before)
 	}
 }
