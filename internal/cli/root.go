@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/workload"
 )
@@ -22,7 +25,11 @@ func Main(s *State, args []string) int {
 	}
 	var fe *flagError
 	if errors.As(err, &fe) {
-		err = errs.Usage("see --help for the flags", "%s", fe.msg)
+		hint := fe.hint
+		if hint == "" {
+			hint = "see --help for the flags"
+		}
+		err = errs.Usage(hint, "%s", fe.msg)
 	} else if errs.KindOf(err) == errs.KindInternal && isCobraUsage(err) {
 		err = errs.Usage("see `tunebench --help`", "%s", err.Error())
 	}
@@ -30,9 +37,28 @@ func Main(s *State, args []string) int {
 	return errs.ExitCode(err)
 }
 
-type flagError struct{ msg string }
+// flagError is an error in the flags as the flag parser found it, with a
+// hint where one is known.
+type flagError struct{ msg, hint string }
 
 func (e *flagError) Error() string { return e.msg }
+
+// newFlagError spells a flag parser's error. A bare number for a duration
+// flag (pgbench's -P 5 is seconds) is refused, as the options refuse it,
+// with the value written with a unit.
+func newFlagError(c *cobra.Command, err error) *flagError {
+	var ive *pflag.InvalidValueError
+	if errors.As(err, &ive) && ive.GetFlag().Value.Type() == "duration" {
+		if _, perr := strconv.ParseFloat(ive.GetValue(), 64); perr == nil {
+			name := "--" + ive.GetFlag().Name
+			return &flagError{
+				msg:  fmt.Sprintf("%s: %s must be a duration with a unit, not a bare number (%s)", c.CommandPath(), name, ive.GetValue()),
+				hint: fmt.Sprintf("write %s %ss (or ms, m, h)", name, ive.GetValue()),
+			}
+		}
+	}
+	return &flagError{msg: c.CommandPath() + ": " + err.Error()}
+}
 
 // isCobraUsage recognizes cobra's own argument errors.
 func isCobraUsage(err error) bool {
@@ -84,7 +110,7 @@ check failed, 6 missing dependency (binary, user), 130 interrupted.`,
 	root.SetOut(s.Stdout)
 	root.SetErr(s.Stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &flagError{msg: c.CommandPath() + ": " + err.Error()}
+		return newFlagError(c, err)
 	})
 	root.AddCommand(
 		newVersionCmd(s),
