@@ -40,7 +40,7 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown script", args: run("--script", "tpcb-lite"), code: 2,
 			want: []string{"tpcb-lite", "tpcb-like", "simple-update", "select-only"}},
 		{name: "progress without a unit (pgbench's -P 5)", args: run("-P", "5"), code: 2,
-			want: []string{"--progress must be a duration with a unit", "fix: write --progress 5s"}},
+			want: []string{"--progress must be a duration with a unit, like 5s, not the bare number 5", "fix: write --progress 5s"}},
 		{name: "progress not a duration", args: run("-P", "often"), code: 2,
 			want: []string{"often", "--progress", "see --help"}},
 		{name: "zero clients", args: run("--clients", "0"), code: 2,

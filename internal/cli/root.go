@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -49,11 +50,13 @@ func (e *flagError) Error() string { return e.msg }
 func newFlagError(c *cobra.Command, err error) *flagError {
 	var ive *pflag.InvalidValueError
 	if errors.As(err, &ive) && ive.GetFlag().Value.Type() == "duration" {
-		if _, perr := strconv.ParseFloat(ive.GetValue(), 64); perr == nil {
+		v := ive.GetValue()
+		_, perr := strconv.ParseFloat(v, 64)
+		if d, derr := time.ParseDuration(v + "s"); perr == nil && derr == nil && d > 0 {
 			name := "--" + ive.GetFlag().Name
 			return &flagError{
-				msg:  fmt.Sprintf("%s: %s must be a duration with a unit, not a bare number (%s)", c.CommandPath(), name, ive.GetValue()),
-				hint: fmt.Sprintf("write %s %ss (or ms, m, h)", name, ive.GetValue()),
+				msg:  fmt.Sprintf("%s: %s must be a duration with a unit, like %ss, not the bare number %s", c.CommandPath(), name, v, v),
+				hint: fmt.Sprintf("write %s %ss (or ms, m, h)", name, v),
 			}
 		}
 	}

@@ -41,12 +41,11 @@ func (f *fakeWorker) Close() error {
 type fakeFleet struct {
 	step stepFunc
 	// trips: a multiplexed worker's step (muxFactory) is this many round
-	// trips, the step and then trips-1 of tripTime each (0: one).
-	trips    int
-	tripTime time.Duration
-	made     atomic.Int64
-	closed   atomic.Int64
-	steps    atomic.Int64
+	// trips, the step and then trips-1 replies at once (0: one).
+	trips  int
+	made   atomic.Int64
+	closed atomic.Int64
+	steps  atomic.Int64
 }
 
 // factory makes plain fake workers (one goroutine each); muxFactory makes

@@ -38,7 +38,6 @@ type fakeMuxWorker struct {
 	// trips is the round trips of a step (fakeFleet.trips), left the
 	// ones still to come in the step pending.
 	trips, left int
-	tripTime    time.Duration
 }
 
 func (f *fakeMuxWorker) Multiplex(on bool) bool {
@@ -78,10 +77,7 @@ func (f *fakeMuxWorker) Continue(ctx context.Context) (stp.Outcome, bool, error)
 	if f.left > 0 {
 		// Another round trip of the step (a statement of a transaction).
 		f.left--
-		go func() {
-			time.Sleep(f.tripTime)
-			_, _ = f.w.Write([]byte{1})
-		}()
+		go func() { _, _ = f.w.Write([]byte{1}) }()
 		return stp.Outcome{}, true, nil
 	}
 	f.pending.Store(false)
@@ -107,7 +103,7 @@ func (ff *fakeFleet) muxFactory(refuse int) Factory {
 			return nil, err
 		}
 		return &fakeMuxWorker{fakeWorker: fakeWorker{id: id, step: ff.step, closed: &ff.closed, steps: &ff.steps}, r: r, w: w, refuse: id == refuse,
-			trips: max(1, ff.trips), tripTime: ff.tripTime}, nil
+			trips: max(1, ff.trips)}, nil
 	}
 }
 

@@ -229,9 +229,17 @@ func TestDeadlineTimer(t *testing.T) {
 // timerfds counts the process's timer descriptors (/proc/self/fd).
 func timerfds(t *testing.T) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
+	n, err := countTimerfds()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return n
+}
+
+func countTimerfds() (int, error) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, err
 	}
 	n := 0
 	for _, e := range ents {
@@ -239,15 +247,15 @@ func timerfds(t *testing.T) int {
 			n++
 		}
 	}
-	return n
+	return n, nil
 }
 
 // timerfdThread yields as the pg target's threads do (step.Yielder, every
 // 8 ms), and records, at its ticks, the most timer descriptors the process
 // had open (it looks at every 8th tick).
 type timerfdThread struct {
-	t          *testing.T
 	ticks, max int
+	err        error
 	next       time.Time
 }
 
@@ -255,8 +263,11 @@ func (s *timerfdThread) Tick() {
 	if now := time.Now(); !now.Before(s.next) {
 		s.next = now.Add(8 * time.Millisecond)
 	}
-	if s.ticks++; s.ticks%8 == 0 {
-		s.max = max(s.max, timerfds(s.t))
+	if s.ticks++; s.ticks%8 == 0 && s.err == nil {
+		// On the run's thread, not the test's: errors are reported after.
+		var n int
+		n, s.err = countTimerfds()
+		s.max = max(s.max, n)
 	}
 }
 func (s *timerfdThread) Stop()                {}
@@ -270,7 +281,7 @@ func (s *timerfdThread) NextYield() time.Time { return s.next }
 func TestOpenLoopMultiplexedUsesDeadlineTimer(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8)) // raw waits
 	before := timerfds(t)
-	th := &timerfdThread{t: t}
+	th := &timerfdThread{}
 	ff := &fakeFleet{step: sleepStep(0), trips: 7}
 	cfg := muxOpenConfig(2, 1, 500, 600*time.Millisecond, 5)
 	cfg.forceMux = true
@@ -281,6 +292,9 @@ func TestOpenLoopMultiplexedUsesDeadlineTimer(t *testing.T) {
 	}
 	ff.checkClosed(t)
 	accounted(t, res)
+	if th.err != nil {
+		t.Fatal(th.err)
+	}
 	if res.Committed == 0 || ff.steps.Load() != res.Committed {
 		t.Fatalf("%d steps, %d committed", ff.steps.Load(), res.Committed)
 	}
