@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/experiment"
+	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/target"
@@ -29,7 +30,7 @@ func newExperimentCmd(s *State) *cobra.Command {
 func newExperimentRunCmd(s *State) *cobra.Command {
 	var rf resultsFlag
 	var dryRun, resume, allowDestroy bool
-	var progress time.Duration
+	progress := 5 * time.Second
 	cmd := &cobra.Command{
 		Use:   "run FILE [--results DB] [--dry-run] [--resume] [--allow-destroy]",
 		Short: "Run an experiment: a matrix of settings, clients and options, repeated, stored",
@@ -55,7 +56,7 @@ experiment of the same name, skipping the runs that completed.`,
 	rf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the expanded plan and a time estimate; run nothing")
 	cmd.Flags().BoolVar(&resume, "resume", false, "continue the experiment of the same name in the store, skipping completed runs")
-	cmd.Flags().DurationVar(&progress, "progress", 5*time.Second, "progress line interval within each run (0 = none)")
+	cmd.Flags().Var(option.DurationFlag{P: &progress}, "progress", "progress line interval within each run (0 = none)")
 	cmd.Flags().BoolVar(&allowDestroy, "allow-destroy", false, "let storage layouts make filesystems on the real devices they name, erasing them")
 	return cmd
 }
@@ -82,9 +83,6 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 	spec, err := readExperiment(path, experiment.CatalogOf(s.Registry))
 	if err != nil {
 		return err
-	}
-	if progress < 0 {
-		return errs.Usage("--progress takes a duration like 5s, or 0 for none", "negative --progress")
 	}
 	// A DSN target is checked (syntax, no password, the host) before
 	// anything else.

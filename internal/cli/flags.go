@@ -133,7 +133,8 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 		fs.BoolVar(&rf.noSamplers, "no-samplers", false, "do not record system, PostgreSQL and driver metrics (docs/metrics.md)")
 	}
 	if _, ok := w.Options().Phase(option.PhaseRun).ByRole(option.RoleWorkers); ok {
-		fs.DurationVarP(&rf.progress, "progress", "P", time.Second, "progress line interval (0 = none)")
+		rf.progress = time.Second
+		fs.VarP(option.DurationFlag{P: &rf.progress}, "progress", "P", "progress line interval (0 = none)")
 		fs.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the driver to this file (for tuning tunebench itself)")
 		_ = fs.MarkHidden("cpuprofile")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/report"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
@@ -67,7 +68,7 @@ func newQuickstartCmd(s *State) *cobra.Command {
 	var rf resultsFlag
 	var dir, pgBin, runAs, out string
 	var scale, warehouses int
-	var dur time.Duration
+	dur := 12 * time.Second
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "quickstart",
@@ -172,7 +173,7 @@ cores.`,
 	f.StringVar(&runAs, "run-as", "", "OS user for PostgreSQL when running as root (default: postgres)")
 	f.IntVar(&warehouses, "warehouses", 2, "tpcc warehouses")
 	f.IntVar(&scale, "scale", 10, "tpcb scale factor")
-	f.DurationVar(&dur, "duration", 12*time.Second, "measured time per TPC-C-like run (TPC-B-like runs get two thirds of it)")
+	f.Var(option.DurationFlag{P: &dur}, "duration", "measured time per TPC-C-like run (TPC-B-like runs get two thirds of it)")
 	f.StringVarP(&out, "out", "o", ".", "directory for report.html and report-tpcb.html")
 	f.BoolVar(&keep, "keep", false, "keep the temporary directory (experiment files, server data)")
 	return cmd

@@ -3,13 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/workload"
 )
@@ -26,11 +22,7 @@ func Main(s *State, args []string) int {
 	}
 	var fe *flagError
 	if errors.As(err, &fe) {
-		hint := fe.hint
-		if hint == "" {
-			hint = "see --help for the flags"
-		}
-		err = errs.Usage(hint, "%s", fe.msg)
+		err = errs.Usage("see --help for the flags", "%s", fe.msg)
 	} else if errs.KindOf(err) == errs.KindInternal && isCobraUsage(err) {
 		err = errs.Usage("see `tunebench --help`", "%s", err.Error())
 	}
@@ -38,30 +30,9 @@ func Main(s *State, args []string) int {
 	return errs.ExitCode(err)
 }
 
-// flagError is an error in the flags as the flag parser found it, with a
-// hint where one is known.
-type flagError struct{ msg, hint string }
+type flagError struct{ msg string }
 
 func (e *flagError) Error() string { return e.msg }
-
-// newFlagError spells a flag parser's error. A bare number for a duration
-// flag (pgbench's -P 5 is seconds) is refused, as the options refuse it,
-// with the value written with a unit.
-func newFlagError(c *cobra.Command, err error) *flagError {
-	var ive *pflag.InvalidValueError
-	if errors.As(err, &ive) && ive.GetFlag().Value.Type() == "duration" {
-		v := ive.GetValue()
-		_, perr := strconv.ParseFloat(v, 64)
-		if d, derr := time.ParseDuration(v + "s"); perr == nil && derr == nil && d > 0 {
-			name := "--" + ive.GetFlag().Name
-			return &flagError{
-				msg:  fmt.Sprintf("%s: %s must be a duration with a unit, like %ss, not the bare number %s", c.CommandPath(), name, v, v),
-				hint: fmt.Sprintf("write %s %ss (or ms, m, h)", name, v),
-			}
-		}
-	}
-	return &flagError{msg: c.CommandPath() + ": " + err.Error()}
-}
 
 // isCobraUsage recognizes cobra's own argument errors.
 func isCobraUsage(err error) bool {
@@ -113,7 +84,7 @@ check failed, 6 missing dependency (binary, user), 130 interrupted.`,
 	root.SetOut(s.Stdout)
 	root.SetErr(s.Stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return newFlagError(c, err)
+		return &flagError{msg: c.CommandPath() + ": " + err.Error()}
 	})
 	root.AddCommand(
 		newVersionCmd(s),

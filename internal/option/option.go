@@ -261,12 +261,12 @@ func (o *Option) checkKind(text string) (string, error) {
 		}
 		num = v
 	case KindDuration:
-		if _, err := strconv.ParseFloat(text, 64); err == nil && text != "0" {
-			unit := "s"
-			if o.subSecond() {
-				unit = strings.TrimLeft(o.example(), "0123456789.")
-			}
-			return "", o.errorf("must be a duration with a unit, like %s%s, not a bare number", text, unit)
+		unit := "s"
+		if o.subSecond() {
+			unit = strings.TrimLeft(o.example(), "0123456789.")
+		}
+		if fixed := withUnit(text, unit); fixed != "" {
+			return "", o.errorf("must be a duration with a unit, like %s, not a bare number", fixed)
 		}
 		v, err := parseDuration(text)
 		if err != nil {
@@ -437,6 +437,40 @@ func parseFloat(s string) (float64, error) {
 	}
 	return f, err
 }
+
+// withUnit returns text, a duration written as a bare number (not 0, which
+// needs no unit), with unit; "" if text is not one.
+func withUnit(text, unit string) string {
+	if _, err := strconv.ParseFloat(text, 64); err != nil || text == "0" {
+		return ""
+	}
+	if d, err := parseDuration(text + unit); err != nil || d <= 0 {
+		return ""
+	}
+	return text + unit
+}
+
+// DurationFlag is a command-line duration flag (a pflag.Value) read as the
+// duration options are: with a unit (a bare number, pgbench's -P 5, is
+// refused with the value written with one), not negative.
+type DurationFlag struct{ P *time.Duration }
+
+func (f DurationFlag) Set(text string) error {
+	if fixed := withUnit(text, "s"); fixed != "" {
+		return fmt.Errorf("must be a duration with a unit, like %s, not a bare number", fixed)
+	}
+	d, err := parseDuration(text)
+	if err != nil {
+		return fmt.Errorf("must be a duration like 5s, 500ms or 1m")
+	} else if d < 0 {
+		return fmt.Errorf("must not be negative")
+	}
+	*f.P = d
+	return nil
+}
+
+func (f DurationFlag) String() string { return f.P.String() }
+func (f DurationFlag) Type() string   { return "duration" }
 
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)

@@ -96,3 +96,40 @@ func TestListsAndDefaults(t *testing.T) {
 		t.Errorf("empty dir: %v", err)
 	}
 }
+
+// TestDurationFlag: a duration flag takes what a duration option takes,
+// refuses a bare number with the value written with a unit (only where
+// that is a duration: not 1e3, not a negative number), and a negative
+// duration.
+func TestDurationFlag(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    time.Duration
+		errPart string
+	}{
+		{"5s", 5 * time.Second, ""},
+		{"250ms", 250 * time.Millisecond, ""},
+		{"0", 0, ""},
+		{"5", 0, "like 5s, not a bare number"},
+		{"0.5", 0, "like 0.5s, not a bare number"},
+		{"1e3", 0, "must be a duration like 5s"},
+		{"-5", 0, "must be a duration like 5s"},
+		{"-5s", 0, "must not be negative"},
+		{"often", 0, "must be a duration like 5s"},
+	} {
+		d := time.Minute
+		err := DurationFlag{P: &d}.Set(tc.in)
+		switch {
+		case tc.errPart == "" && (err != nil || d != tc.want):
+			t.Errorf("%q: %v, %v; want %v", tc.in, d, err, tc.want)
+		case tc.errPart != "" && (err == nil || !strings.Contains(err.Error(), tc.errPart)):
+			t.Errorf("%q: error %v, want one with %q", tc.in, err, tc.errPart)
+		case tc.errPart != "" && d != time.Minute:
+			t.Errorf("%q: refused, yet the value changed to %v", tc.in, d)
+		}
+	}
+	d := 3 * time.Second
+	if f := (DurationFlag{P: &d}); f.String() != "3s" || f.Type() != "duration" {
+		t.Errorf("String %q Type %q", f.String(), f.Type())
+	}
+}
