@@ -6,13 +6,18 @@ BIN     := bin/tunebench
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tunebench/tunebench/internal/cli.Version=$(VERSION)
 
-.PHONY: quickstart deps build test vet lint bench-tpcb bench-load-tpcb bench-tpcc bench-tpch clean
+.PHONY: quickstart deps test-deps build test vet lint bench-tpcb bench-load-tpcb bench-tpcc bench-tpch clean
 
 quickstart: deps build
 	./$(BIN) quickstart --out build/quickstart
 
 deps:
 	@scripts/ensure-deps.sh
+
+# What the test suite needs besides (fio, the filesystem tools, ...: see
+# the script), installed when missing; quick when nothing is.
+test-deps:
+	@scripts/ensure-deps.sh --test
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tunebench
@@ -29,7 +34,7 @@ lint:
 # time in a package keep two cores busy where two at a time leave them
 # idle. Four packages at a time as well was measured slower per package and
 # too loaded for the open-loop stall test to drain its backlog.
-test: build vet lint
+test: test-deps build vet lint
 	$(GO) test -count=1 -parallel 4 -timeout 20m ./...
 
 # Benchmarks (not tests): tunebench next to pgbench on the same managed server.

@@ -3,7 +3,21 @@
 # (initdb, postgres, pg_ctl) and client (pgbench, psql), and, optionally,
 # xfsprogs and btrfs-progs. As root on Debian/Ubuntu it uses apt-get;
 # otherwise it prints the command to run.
+#
+#   scripts/ensure-deps.sh          what tunebench needs (make quickstart)
+#   scripts/ensure-deps.sh --test   and what the test suite needs (make test,
+#                                   .ci/run): fio, the filesystem and loop
+#                                   device tools, ip and setpriv, required;
+#                                   then the TPC-H answer oracle
+#                                   (scripts/tpch-oracle.sh)
 set -euo pipefail
+
+test_deps=0
+case "${1:-}" in
+  --test) test_deps=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+esac
 
 have_server() {
   command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ] && return 0
@@ -27,21 +41,59 @@ pkgs=()
 have_server || pkgs+=(postgresql)
 have_client || pkgs+=(postgresql-client)
 opt=()
-have_tool mkfs.xfs || opt+=(xfsprogs)
-have_tool mkfs.btrfs || opt+=(btrfs-progs)
-[ ${#pkgs[@]} -eq 0 ] && [ ${#opt[@]} -eq 0 ] && exit 0
+if [ "$test_deps" = 1 ]; then
+  # The storage tests run fio; the disk-full tests mount an ext4 image on a
+  # loop device; the storage-stack tests make xfs and btrfs filesystems
+  # (and the environment snapshot reads their format with xfs_info); the
+  # remote-target tests start a server in a network namespace of their own
+  # (ip netns, a veth pair) and run it there as postgres (setpriv).
+  have_tool fio || pkgs+=(fio)
+  have_tool mkfs.ext4 || pkgs+=(e2fsprogs)
+  have_tool losetup || pkgs+=(mount)
+  have_tool mkfs.xfs || pkgs+=(xfsprogs)
+  have_tool mkfs.btrfs || pkgs+=(btrfs-progs)
+  have_tool ip || pkgs+=(iproute2)
+  have_tool setpriv || pkgs+=(util-linux)
+else
+  have_tool mkfs.xfs || opt+=(xfsprogs)
+  have_tool mkfs.btrfs || opt+=(btrfs-progs)
+fi
+oracle() {
+  [ "$test_deps" = 1 ] || return 0
+  # The answers tests recompute TPC-H answers with it; without it they are
+  # skipped (unless TUNEBENCH_REQUIRE_ORACLE=1, as .ci/run sets), so a
+  # machine that cannot download it still runs the rest of the suite.
+  if ! bash "$(dirname "$0")/tpch-oracle.sh"; then
+    if [ "${TUNEBENCH_REQUIRE_ORACLE:-}" = 1 ]; then
+      exit 1
+    fi
+    echo "the TPC-H answer oracle could not be installed: its tests will be skipped" >&2
+  fi
+}
+if [ ${#pkgs[@]} -eq 0 ] && [ ${#opt[@]} -eq 0 ]; then
+  oracle
+  exit 0
+fi
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing ${pkgs[*]} ${opt[*]} with apt-get"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${pkgs[@]}" "${opt[@]}" >/dev/null
+  oracle
   exit 0
 fi
 if [ ${#opt[@]} -gt 0 ]; then
   echo "optional, for xfs and btrfs storage layouts: install ${opt[*]}" >&2
 fi
-[ ${#pkgs[@]} -eq 0 ] && exit 0
+if [ ${#pkgs[@]} -eq 0 ]; then
+  oracle
+  exit 0
+fi
+if [ "$test_deps" = 1 ]; then
+  echo "the test suite needs ${pkgs[*]} and runs as root (loop devices, mounts, network namespaces). Run it as root, or install them first:  sudo apt-get install -y ${pkgs[*]}" >&2
+  exit 1
+fi
 if command -v apt-get >/dev/null 2>&1; then
   echo "tunebench needs PostgreSQL. Run:  sudo apt-get install -y ${pkgs[*]}" >&2
   exit 1
