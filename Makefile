@@ -14,8 +14,9 @@ quickstart: deps build
 deps:
 	@scripts/ensure-deps.sh
 
-# What the test suite needs besides (fio, the filesystem tools, ...: see
-# the script), installed when missing; quick when nothing is.
+# What the test suite needs besides what deps installs (fio, the
+# filesystem tools, ...: see the script), installed when missing; quick
+# when nothing is.
 test-deps:
 	@scripts/ensure-deps.sh --test
 
