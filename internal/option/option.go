@@ -8,6 +8,7 @@
 package option
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -261,22 +262,14 @@ func (o *Option) checkKind(text string) (string, error) {
 		}
 		num = v
 	case KindDuration:
-		unit := "s"
+		unit, like := "s", "30s, 2m or 1h30m"
 		if o.subSecond() {
-			unit = strings.TrimLeft(o.example(), "0123456789.")
+			like = o.example()
+			unit = strings.TrimLeft(like, "0123456789.")
 		}
-		if fixed := withUnit(text, unit); fixed != "" {
-			return "", o.errorf("must be a duration with a unit, like %s, not a bare number", fixed)
-		}
-		v, err := parseDuration(text)
-		if err != nil {
-			if o.subSecond() {
-				return "", o.errorf("must be a duration like %s, not %q", o.example(), text)
-			}
-			return "", o.errorf("must be a duration like 30s, 2m or 1h30m, not %q", text)
-		}
-		if v < 0 {
-			return "", o.errorf("must not be negative (%s)", text)
+		v, msg := readDuration(text, unit, like)
+		if msg != "" {
+			return "", o.errorf("%s", msg)
 		}
 		num = v.Seconds()
 	case KindBool:
@@ -438,32 +431,34 @@ func parseFloat(s string) (float64, error) {
 	return f, err
 }
 
-// withUnit returns text, a duration written as a bare number (not 0, which
-// needs no unit), with unit; "" if text is not one.
-func withUnit(text, unit string) string {
-	if _, err := strconv.ParseFloat(text, 64); err != nil || text == "0" {
-		return ""
-	}
-	if d, err := parseDuration(text + unit); err != nil || d <= 0 {
-		return ""
-	}
-	return text + unit
-}
-
-// DurationFlag is a command-line duration flag (a pflag.Value) read as the
-// duration options are: with a unit (a bare number, pgbench's -P 5, is
-// refused with the value written with one), not negative.
-type DurationFlag struct{ P *time.Duration }
-
-func (f DurationFlag) Set(text string) error {
-	if fixed := withUnit(text, "s"); fixed != "" {
-		return fmt.Errorf("must be a duration with a unit, like %s, not a bare number", fixed)
+// readDuration reads text as the duration options and flags take it: with
+// a unit (a bare number, pgbench's -P 5, is refused with the value written
+// with unit; 0 needs none) and not negative. msg says what is wrong, "" if
+// nothing; like is an example for a text that is no duration.
+func readDuration(text, unit, like string) (d time.Duration, msg string) {
+	if _, err := strconv.ParseFloat(text, 64); err == nil && text != "0" {
+		if d, err := parseDuration(text + unit); err == nil && d > 0 {
+			return 0, fmt.Sprintf("must be a duration with a unit, like %s%s, not a bare number", text, unit)
+		}
 	}
 	d, err := parseDuration(text)
 	if err != nil {
-		return fmt.Errorf("must be a duration like 5s, 500ms or 1m")
-	} else if d < 0 {
-		return fmt.Errorf("must not be negative")
+		return 0, fmt.Sprintf("must be a duration like %s, not %q", like, text)
+	}
+	if d < 0 {
+		return 0, fmt.Sprintf("must not be negative (%s)", text)
+	}
+	return d, ""
+}
+
+// DurationFlag is a command-line duration flag (a pflag.Value) read as the
+// duration options are (readDuration).
+type DurationFlag struct{ P *time.Duration }
+
+func (f DurationFlag) Set(text string) error {
+	d, msg := readDuration(text, "s", "5s, 500ms or 1m")
+	if msg != "" {
+		return errors.New(msg)
 	}
 	*f.P = d
 	return nil
