@@ -64,7 +64,8 @@ func (k Kind) TypeName() string {
 }
 
 // Role is the part an option plays in the executor's configuration. The
-// rules between roles (a count cannot be combined with a rate, ...) are
+// rules between roles (a duration or a count, not both; a latency limit
+// needs a rate, ...) are
 // written once (ExecRules) for every workload that declares them.
 type Role int
 

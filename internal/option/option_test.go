@@ -48,7 +48,7 @@ func TestExecRules(t *testing.T) {
 		{Values{"duration": "2m", "iterations": "5"}, given("duration", "iterations"), "--duration and --iterations both given"},
 		{Values{"duration": "2m", "iterations": "5"}, nil, ""}, // a count replaces the default duration
 		{Values{"duration": "0", "iterations": "0"}, nil, "nothing to run"},
-		{Values{"duration": "0", "iterations": "5", "rate": "10"}, nil, "--iterations cannot be combined with --rate"},
+		{Values{"duration": "0", "iterations": "5", "rate": "10"}, nil, ""}, // a count at a rate, as pgbench -t with -R
 		{Values{"duration": "1m", "latency_limit": "5ms"}, nil, "--latency-limit without --rate"},
 		{Values{"duration": "1m", "vusers": "4", "threads": "2", "rate": "10"}, nil, ""}, // the open loop is multiplexed too
 		{Values{"duration": "1m", "timer_slack": "5µs"}, given("timer_slack"), "--timer-slack without --rate"},

@@ -125,9 +125,6 @@ func ExecRules(s Set, v Values, given Given) error {
 	if dur != "" && count != "" && v.Duration(dur) == 0 && v.Int(count) == 0 {
 		return Errorf("give "+ref(dur)+" D or "+ref(count)+" N", "nothing to run: "+ref(dur)+" and "+ref(count)+" are both 0")
 	}
-	if count != "" && rate != "" && v.Int(count) > 0 && v.Float(rate) > 0 {
-		return Errorf("with "+ref(rate)+", give "+ref(dur), ref(count)+" cannot be combined with "+ref(rate)+": an open-loop run needs a duration")
-	}
 	if limit != "" && rate != "" && v.Duration(limit) > 0 && v.Float(rate) == 0 {
 		return Errorf(ref(limit)+" needs "+ref(rate)+" (open loop), as in pgbench", ref(limit)+" without "+ref(rate))
 	}

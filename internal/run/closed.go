@@ -1,6 +1,7 @@
 package run
 
 import (
+	"errors"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/metrics"
@@ -76,7 +77,7 @@ const (
 // latency in the worker's recorder.
 func (r *runner) endStep(ws *workerState, st int32, start, end time.Duration, o *step.Outcome, err error) stepEnd {
 	lat := end - start
-	ph, e := r.settle(ws, st, o, err, lat)
+	ph, e, after := r.settle(ws, st, o, err, lat)
 	if e != stepRecorded {
 		return e
 	}
@@ -86,19 +87,37 @@ func (r *runner) endStep(ws *workerState, st int32, start, end time.Duration, o 
 	}
 	ws.rec.Record(ph, o.Op, o.Class, lat)
 	r.afterOutcome(ws, o, end)
-	return stepRecorded
+	return r.failAfter(ws, after)
+}
+
+// failAfter fails the run with the error of a step that counted
+// (step.Aborted), if any: the worker exits.
+func (r *runner) failAfter(ws *workerState, after error) stepEnd {
+	if after == nil {
+		return stepRecorded
+	}
+	r.fail(ws.id, after)
+	return stepFailed
 }
 
 // settle ends a step that ran in state st, for both loops: it hands the
 // worker's state back (stepAbandoned if the collector abandoned the step
 // meanwhile), fails the run on a step error (stepFailed), and counts what
 // a measured step counts: late (latency over the limit), its error's
-// SQLSTATE, its retries. It returns the step's phase.
-func (r *runner) settle(ws *workerState, st int32, o *step.Outcome, err error, latency time.Duration) (metrics.Phase, stepEnd) {
+// SQLSTATE, its retries. It returns the step's phase, and for a step that
+// counts but stops the run (step.Aborted) its error, for the caller to
+// fail the run with once it has recorded the step (failAfter).
+func (r *runner) settle(ws *workerState, st int32, o *step.Outcome, err error, latency time.Duration) (metrics.Phase, stepEnd, error) {
 	if !ws.state.CompareAndSwap(st, stIdle) {
-		return 0, stepAbandoned // counted as unfinished
+		return 0, stepAbandoned, nil // counted as unfinished
 	}
 	measured := st == stStepMeasure
+	var after error
+	if err != nil {
+		if ab, ok := errors.AsType[*step.Aborted](err); ok {
+			err, after = nil, ab.Err
+		}
+	}
 	if err == nil {
 		err = validClass(o)
 	}
@@ -108,10 +127,10 @@ func (r *runner) settle(ws *workerState, st int32, o *step.Outcome, err error, l
 			ws.unfinished++
 		}
 		r.fail(ws.id, err)
-		return 0, stepFailed
+		return 0, stepFailed, nil
 	}
 	if !measured {
-		return metrics.PhaseWarmup, stepRecorded
+		return metrics.PhaseWarmup, stepRecorded, after
 	}
 	if limit := r.cfg.LatencyLimit; limit > 0 && latency > limit && o.Class.Completed() {
 		ws.late++
@@ -122,5 +141,5 @@ func (r *runner) settle(ws *workerState, st int32, o *step.Outcome, err error, l
 	if o.Attempts > 1 {
 		ws.countRetried(o)
 	}
-	return metrics.PhaseMeasure, stepRecorded
+	return metrics.PhaseMeasure, stepRecorded, after
 }

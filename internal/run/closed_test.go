@@ -22,7 +22,6 @@ func TestValidate(t *testing.T) {
 		"no workers":        {Duration: time.Second},
 		"neither":           {Workers: 1},
 		"both":              {Workers: 1, Duration: time.Second, Transactions: 5},
-		"tx with rate":      {Workers: 1, Transactions: 5, Rate: 10},
 		"negative duration": {Workers: 1, Duration: -time.Second},
 		"negative tx":       {Workers: 1, Transactions: -1},
 		"negative warmup":   {Workers: 1, Duration: time.Second, Warmup: -1},
@@ -625,6 +624,44 @@ func stepErrorStopsRun(t *testing.T, m runMode) {
 	ff.checkClosed(t)
 }
 
+func TestAbortedStepCountsThenStops(t *testing.T) { inBubble(t, abortedStepCountsThenStops) }
+
+// abortedStepCountsThenStops: a step that ends with a step.Aborted is
+// recorded with its outcome (pgbench counts the transaction whose script
+// ended inside a transaction block, then aborts the client), and the run
+// stops with the error inside, as for any step error.
+func abortedStepCountsThenStops(t *testing.T, m runMode) {
+	boom := errors.New("the script ended inside a transaction block")
+	ff := &fakeFleet{step: func(ctx context.Context, id int, n int64) (stp.Outcome, error) {
+		if id == 1 && n == 20 {
+			time.Sleep(2 * time.Millisecond)
+			return ok("op"), &stp.Aborted{Err: boom}
+		}
+		time.Sleep(5 * time.Millisecond)
+		return ok("op"), nil
+	}}
+	start := time.Now()
+	res, err := m.execute(context.Background(), Config{Workers: 3, Duration: time.Minute}, ff)
+	el := time.Since(start)
+	if !errors.Is(err, boom) {
+		t.Fatalf("err %v, want the step's error", err)
+	}
+	if res == nil || res.Interrupted {
+		t.Fatalf("partial result %+v", res)
+	}
+	if m.virtual() && (el != 105*time.Millisecond || res.Committed != 63) {
+		// Worker 1's 21st step ends aborted at 102 ms, the others' 21st
+		// at 105 ms, and nothing starts after.
+		t.Errorf("stopped after %v with %d committed, want 105ms and 63", el, res.Committed)
+	}
+	// Every step counted, the aborted one too; none is unfinished or of
+	// unknown outcome.
+	if res.Committed != ff.steps.Load() || res.Unfinished != 0 || res.AmbiguousAll != 0 {
+		t.Errorf("committed %d of %d steps, unfinished %d, ambiguous %d", res.Committed, ff.steps.Load(), res.Unfinished, res.AmbiguousAll)
+	}
+	ff.checkClosed(t)
+}
+
 func TestInvalidOutcomeClassStopsRun(t *testing.T) { inBubble(t, invalidOutcomeClassStopsRun) }
 
 func invalidOutcomeClassStopsRun(t *testing.T, m runMode) {
@@ -766,6 +803,25 @@ func measureHooks(t *testing.T, m runMode) {
 	}
 	if s < ws || e < we || e < s {
 		t.Errorf("measure start at %v, end at %v, want from %v and %v on", s, e, ws, we)
+	}
+	// Without a warm-up the window opens before the first step: the hook
+	// sees every measured step, a -t run's first ones too.
+	var open atomic.Bool
+	var before atomic.Int64
+	ff = &fakeFleet{step: func(ctx context.Context, id int, n int64) (stp.Outcome, error) {
+		if !open.Load() {
+			before.Add(1)
+		}
+		time.Sleep(time.Millisecond)
+		return ok("op"), nil
+	}}
+	// (The hook takes its time: steps started before it would run meanwhile.)
+	cfg = Config{Workers: 2, Transactions: 3, OnMeasureStart: func() { time.Sleep(20 * time.Millisecond); open.Store(true) }}
+	if _, err := m.execute(context.Background(), cfg, ff); err != nil {
+		t.Fatal(err)
+	}
+	if before.Load() != 0 {
+		t.Errorf("%d steps started before the measure start hook", before.Load())
 	}
 }
 

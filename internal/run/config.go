@@ -71,7 +71,10 @@ type Config struct {
 	// Duration is the measurement duration; 0 when Transactions is used.
 	Duration time.Duration
 	// Transactions is the number of measured transactions per worker (like
-	// pgbench -t; closed loop only); 0 when Duration is used.
+	// pgbench -t); 0 when Duration is used. In the open loop the schedule
+	// then ends after Workers x Transactions measured intended starts,
+	// each one run or skipped for the latency limit, as pgbench -t with -R
+	// counts skipped transactions in each client's -t.
 	Transactions int64
 	// Warmup runs before the measurement and is not counted (it is shown in
 	// the series with phase "warmup").
@@ -156,8 +159,6 @@ func (c Config) Validate() error {
 		return errs.Usage(hint, "warm-up must not be negative, got %v", c.Warmup)
 	case math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) || c.Rate < 0:
 		return errs.Usage("the rate is in transactions per second; 0 means as fast as possible", "invalid rate %v", c.Rate)
-	case c.Transactions > 0 && c.Rate > 0:
-		return errs.Usage("use a duration with a rate", "a transaction count cannot be combined with a rate (open loop runs for a duration)")
 	case c.LatencyLimit < 0:
 		return errs.Usage(hint, "latency limit must not be negative, got %v", c.LatencyLimit)
 	case c.TimerSlack < 0 || c.TimerSlack > MaxTimerSlack:

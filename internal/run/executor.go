@@ -325,6 +325,13 @@ type collector struct {
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.base = time.Now()
 	startedAt := r.base.Round(0)
+	c := &collector{}
+	if r.msOff == 0 {
+		// The window opens with the run: before the first step, so that
+		// the hooks see every measured step (a -t run's first ones too).
+		c.self0, c.selfStarted = metrics.ReadSelf(), true
+		r.measureStarted()
+	}
 
 	r.threads = len(r.workers)
 	if r.multiplexable() {
@@ -361,16 +368,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		close(allDone)
 	}()
 
-	c := &collector{}
 	// Tick boundaries are aligned on the measurement start: msOff + k*Tick.
 	tick := r.cfg.Tick
 	c.nextTick = r.msOff - (r.msOff/tick)*tick
 	if c.nextTick == 0 {
 		c.nextTick = tick
-	}
-	if r.msOff == 0 {
-		c.self0, c.selfStarted = metrics.ReadSelf(), true
-		r.measureStarted()
 	}
 
 	timer := time.NewTimer(time.Hour)

@@ -127,6 +127,7 @@ func TestClosedLoopMultiplexed(t *testing.T) {
 		{"InterruptReturnsPromptly", interruptReturnsPromptly},
 		{"ConnErrorBackoffAndOutage", connErrorBackoffAndOutage},
 		{"StepErrorStopsRun", stepErrorStopsRun},
+		{"AbortedStepCountsThenStops", abortedStepCountsThenStops},
 		{"InvalidOutcomeClassStopsRun", invalidOutcomeClassStopsRun},
 		{"ThinkTimeOutsideTimedRegion", thinkTimeOutsideTimedRegion},
 		{"LatencyLimitCountsLate", closedLoopLatencyLimitCountsLate},

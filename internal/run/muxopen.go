@@ -56,8 +56,9 @@ const muxParkMax = time.Second
 func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []int {
 	slots := sh.slots
 	sch := newScheduleStream(r.cfg.Rate*float64(len(owned))/float64(len(slots)), r.cfg.Seed, uint64(id))
+	quota, mine := r.quota(len(owned)), int64(0) // transactions mode: the thread's measured starts
 	next := sch.Next()
-	exhausted := next >= r.meOff
+	exhausted := r.scheduleEnds(next, mine, quota)
 	var due fifo
 	// Measured starts still in the queue when the thread stops taking
 	// them (a halt, or every worker gone) stay counted in sh.queued: the
@@ -100,9 +101,10 @@ func (r *runner) muxOpen(sh *muxShared, id int, owned []int, th step.Thread) []i
 				due.push(next)
 				if next >= r.msOff {
 					measured++
+					mine++
 				}
 				next = sch.Next()
-				exhausted = next >= r.meOff
+				exhausted = r.scheduleEnds(next, mine, quota)
 			}
 			sh.scheduled.Add(measured)
 			sh.queuedMeasured.Add(measured)

@@ -165,6 +165,47 @@ func TestOpenLoopMultiplexedLatencyLimit(t *testing.T) {
 	}
 }
 
+// TestOpenLoopMultiplexedTransactions: a count with a rate on multiplexed
+// threads: each thread serves its workers' count of its own share of the
+// schedule, clients x count in all, and the window ends with the last.
+func TestOpenLoopMultiplexedTransactions(t *testing.T) {
+	if !pollSupported {
+		t.Skip("multiplexing needs poll(2)")
+	}
+	ff := &fakeFleet{step: sleepStep(time.Millisecond)}
+	cfg := muxOpenConfig(5, 2, 500, 0, 8)
+	cfg.Transactions = 12
+	start := time.Now()
+	res, err := Execute(context.Background(), cfg, ff.muxFactory(-1))
+	el := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	accounted(t, res)
+	if res.Threads != 2 || res.Scheduled != 60 || res.Committed != 60 || ff.steps.Load() != 60 {
+		t.Errorf("threads %d scheduled %d committed %d steps %d, want 2 threads and 60 each", res.Threads, res.Scheduled, res.Committed, ff.steps.Load())
+	}
+	// Thread 0 serves 2 workers (24 starts) at 200/s, thread 1 three (36)
+	// at 300/s: the run lasts until the later of their last starts.
+	last := max(muxStarts(500, 8, 5, 2, 0)[23], muxStarts(500, 8, 5, 2, 1)[35])
+	if res.MeasuredSeconds < last.Seconds() || el < last {
+		t.Errorf("measured %v s in %v, want at least the last intended start, %v", res.MeasuredSeconds, el, last)
+	}
+}
+
+// muxStarts are the first intended starts of thread g's share of the
+// schedule (muxSchedulePoints' streams), in order.
+func muxStarts(rate float64, seed int64, workers, threads, g int) []time.Duration {
+	n := (g+1)*workers/threads - g*workers/threads
+	s := newScheduleStream(rate*float64(n)/float64(workers), seed, uint64(g))
+	out := make([]time.Duration, 100)
+	for i := range out {
+		out[i] = s.Next()
+	}
+	return out
+}
+
 // TestOpenLoopMultiplexedInterrupt: an interrupt abandons the threads'
 // queues (counted as unfinished), the steps in flight finish, and the run
 // returns promptly.

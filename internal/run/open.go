@@ -38,9 +38,9 @@ func (r *runner) scheduler() {
 	defer close(r.schedDone)
 	defer close(r.q)
 	sch := NewSchedule(r.cfg.Rate, r.cfg.Seed)
-	end := r.meOff
+	quota := r.quota(len(r.workers))
 	next := sch.Next()
-	exhausted := next >= end
+	exhausted := r.scheduleEnds(next, r.scheduled, quota)
 	var dq fifo
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -52,7 +52,7 @@ func (r *runner) scheduler() {
 				r.scheduled++
 			}
 			next = sch.Next()
-			exhausted = next >= end
+			exhausted = r.scheduleEnds(next, r.scheduled, quota)
 		}
 	flush:
 		for dq.len() > 0 {
@@ -98,6 +98,26 @@ func (r *runner) scheduler() {
 			return
 		}
 	}
+}
+
+// quota is the number of measured intended starts that workers serve in
+// transactions mode (pgbench -t with -R: each client's count includes the
+// transactions skipped for the latency limit), 0 in duration mode.
+func (r *runner) quota(workers int) int64 {
+	if !r.txMode {
+		return 0
+	}
+	return int64(workers) * r.cfg.Transactions
+}
+
+// scheduleEnds reports whether a schedule whose next intended start is
+// next, having handed out measured measured starts, ends before it: at
+// the measurement's end, or in transactions mode once the quota is out.
+func (r *runner) scheduleEnds(next time.Duration, measured, quota int64) bool {
+	if r.txMode {
+		return measured >= quota
+	}
+	return next >= r.meOff
 }
 
 // openLoop is one pool worker: take the next intended start t_k, wait until
@@ -190,14 +210,14 @@ func (r *runner) beginOpen(ws *workerState, tk, now, freeAt time.Duration) (st i
 // records the outcome with its latency (from tk), service time and lag.
 func (r *runner) endOpen(ws *workerState, st int32, tk, start, end time.Duration, o *step.Outcome, err error) stepEnd {
 	latency := end - tk
-	ph, e := r.settle(ws, st, o, err, latency)
+	ph, e, after := r.settle(ws, st, o, err, latency)
 	if e != stepRecorded {
 		return e
 	}
 	if st == stStepMeasure {
-		ws.lastStart = start
+		ws.lastStart, ws.lastEnd = start, end
 	}
 	ws.rec.RecordOpen(ph, o.Op, o.Class, latency, end-start, start-tk)
 	r.afterOutcome(ws, o, end)
-	return stepRecorded
+	return r.failAfter(ws, after)
 }

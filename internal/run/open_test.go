@@ -332,6 +332,56 @@ func openLoopLatencyLimitSkips(t *testing.T) {
 	}
 }
 
+func TestOpenLoopTransactions(t *testing.T) { synctest.Test(t, openLoopTransactions) }
+
+// openLoopTransactions: a count with a rate (pgbench -t with -R) serves
+// exactly clients x count measured intended starts of the schedule, from
+// the end of the warm-up; the window ends with the last one's end.
+func openLoopTransactions(t *testing.T) {
+	const (
+		rate = 300.0
+		seed = 21
+		step = time.Millisecond
+	)
+	warm := 200 * time.Millisecond
+	ff := &fakeFleet{step: sleepStep(step)}
+	res, err := Execute(context.Background(), Config{Workers: 3, Rate: rate, Transactions: 20, Warmup: warm, Seed: seed}, ff.factory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.checkClosed(t)
+	accounted(t, res)
+	warmups := len(schedulePoints(rate, seed, 0, warm))
+	measured := schedulePoints(rate, seed, warm, time.Hour)[:60]
+	if res.Scheduled != 60 || res.Committed != 60 || ff.steps.Load() != int64(warmups+60) {
+		t.Errorf("scheduled %d committed %d steps %d, want 60, 60 and %d with the warm-up's", res.Scheduled, res.Committed, ff.steps.Load(), warmups+60)
+	}
+	// At 300/s three workers keep up with 1 ms steps: the last measured
+	// start ends 1 ms after it is due.
+	if want := (measured[59] + step - warm).Seconds(); res.MeasuredSeconds != want {
+		t.Errorf("measured %v s, want %v (the 60th intended start's end)", res.MeasuredSeconds, want)
+	}
+}
+
+func TestOpenLoopTransactionsSkipLate(t *testing.T) { synctest.Test(t, openLoopTransactionsSkipLate) }
+
+// openLoopTransactionsSkipLate: pgbench's "late throttling": at a rate
+// far above what one client does, with a 1 ms limit and 2 ms steps, the
+// first start runs and the others of the client's 10 are skipped, and
+// the run ends once all 10 are accounted for.
+func openLoopTransactionsSkipLate(t *testing.T) {
+	ff := &fakeFleet{step: sleepStep(2 * time.Millisecond)}
+	res, err := Execute(context.Background(), Config{Workers: 1, Rate: 100000, Transactions: 10, LatencyLimit: time.Millisecond, Seed: 4}, ff.factory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounted(t, res)
+	if res.Scheduled != 10 || res.Committed != 1 || res.Skipped != 9 || res.Late != 1 || ff.steps.Load() != 1 {
+		t.Errorf("scheduled %d committed %d skipped %d late %d steps %d, want 10, 1, 9, 1 and 1",
+			res.Scheduled, res.Committed, res.Skipped, res.Late, ff.steps.Load())
+	}
+}
+
 func TestOpenLoopInterruptAccountsForQueue(t *testing.T) {
 	synctest.Test(t, openLoopInterruptAccountsForQueue)
 }

@@ -85,11 +85,22 @@ type Outcome struct {
 
 // Worker does one unit of work per Step on its own connection. A worker
 // survives errors: a Step after a connection error reconnects. Step returns a
-// non-nil error only when the worker cannot go on at all (the run stops).
+// non-nil error only when the worker cannot go on at all (the run stops);
+// the step's outcome then counts only when the error is an *Aborted.
 type Worker interface {
 	Step(ctx context.Context) (Outcome, error)
 	Close() error
 }
+
+// Aborted is the error of a step that ended and counts, with its Outcome,
+// after which its worker cannot go on: the executor records the outcome
+// as any other, then stops the run with Err. pgbench counts a transaction
+// whose script ended with its transaction block still open, then aborts
+// the client (a script run returns it then).
+type Aborted struct{ Err error }
+
+func (a *Aborted) Error() string { return a.Err.Error() }
+func (a *Aborted) Unwrap() error { return a.Err }
 
 // Multiplexed is a Worker whose step can also be driven in pieces, so that
 // one executor thread serves several workers (pgbench -j): Begin sends the

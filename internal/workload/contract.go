@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
@@ -125,6 +126,11 @@ type RunEnv struct {
 	LookupEnv func(string) (string, bool)
 	// Note writes a line on stderr (progress of a run that measures itself).
 	Note func(format string, a ...any)
+	// Stdout and Stderr take what the run itself prints for the user, as
+	// pgbench prints a script's debug() values and passes its \shell
+	// commands' output through (nil: discarded). Safe for concurrent
+	// writes; a line is written whole.
+	Stdout, Stderr io.Writer
 }
 
 // Run is one prepared run. It is one of Transactions (measured by the
@@ -262,6 +268,10 @@ type Estimator interface {
 // and warm-up, or unknown (the warm-up only) when it counts transactions.
 func RunTimeByRoles(w Workload, o option.Values) (time.Duration, bool) {
 	x := option.ExecOf(w.Options().Phase(option.PhaseRun), o)
+	if x.Count > 0 && x.Rate > 0 {
+		// The schedule's length: every client's count at the rate.
+		return x.Warmup + time.Duration(float64(x.Count)*float64(x.Workers)/x.Rate*float64(time.Second)), true
+	}
 	if x.Count > 0 {
 		return x.Warmup, false
 	}
@@ -282,7 +292,7 @@ func TxOptions() option.Set {
 		{Name: "duration", Short: "T", Kind: option.KindDuration, Default: "60s", Role: option.RoleDuration,
 			DefaultText: "1m unless {transactions}", Doc: "measured duration"},
 		{Name: "transactions", Short: "t", Kind: option.KindInt, HasMin: true, Role: option.RoleCount,
-			Doc: "transactions per client (like pgbench -t), instead of a duration"},
+			Doc: "transactions per client (like pgbench -t), instead of a duration; with a rate, the schedule's clients x this many starts, each run or skipped"},
 		{Name: "warmup", Kind: option.KindDuration, Role: option.RoleWarmup,
 			Doc: "warm-up before measuring (run, not counted)"},
 		{Name: "rate", Short: "R", Kind: option.KindFloat, HasMin: true, Role: option.RoleRate,

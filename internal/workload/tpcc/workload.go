@@ -60,7 +60,7 @@ func (Workload) Options() option.Set {
 		{Name: "duration", Short: "T", Kind: option.KindDuration, Default: "2m", Role: option.RoleDuration,
 			DefaultText: "2m unless {iterations}", Doc: "measured duration after the ramp-up"},
 		{Name: "iterations", Kind: option.KindInt, HasMin: true, Role: option.RoleCount,
-			Doc: "transactions per virtual user, instead of a duration"},
+			Doc: "transactions per virtual user, instead of a duration; with a rate, the schedule's virtual users x this many starts"},
 		{Name: "rampup", Kind: option.KindDuration, Default: "0", Role: option.RoleWarmup,
 			Doc: "ramp-up before measuring (run, not counted)"},
 		{Name: "mode", Kind: option.KindString, Default: ModeProcs, Enum: []string{ModeProcs, ModeSQL},
