@@ -85,9 +85,19 @@ type Session interface {
 	Queue(i int)
 	// Send sends the queued statements (and the end of the round trip).
 	Send() error
+	// SendQuery sends sql, text without parameters that may hold several
+	// statements, as a round trip of its own with nothing queued (the
+	// simple query protocol of PostgreSQL, as pgbench sends a compound
+	// command, its statements joined with \;): one string, run as one
+	// implicit transaction outside a transaction block.
+	SendQuery(sql []byte) error
 	// Receive reads the replies of the round trip sent, and returns the
 	// first error the server reported, else a connection error.
 	Receive() error
+	// Results is the number of statements whose results the last round
+	// trip brought: the statements queued, or those of a SendQuery that
+	// ran (up to an error).
+	Results() int
 	// Rows and Int are the results of the round trip's k-th statement:
 	// its row count, and a column (0 or 1) of its first row when that is
 	// a 32-bit integer (else 0); with SessionSpec.Results only.
@@ -96,9 +106,11 @@ type Session interface {
 	// Row is the last row of the round trip's k-th statement, a value
 	// per column (nil: NULL), valid until the next round trip; with
 	// SessionSpec.Results only. Columns are statement i's result column
-	// names.
+	// names; Fields are those of the k-th statement of a SendQuery round
+	// trip (none for one without rows).
 	Row(k int) [][]byte
 	Columns(i int) []string
+	Fields(k int) []string
 	// InTx reports whether the connection is inside a transaction (one
 	// left open by a failed round trip must be rolled back).
 	InTx() bool

@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -81,6 +82,10 @@ type Result struct {
 	Rows int
 	V    [2]int32
 	Row  []byte
+	// Desc is the statement's RowDescription body (see FieldNames), with
+	// Replies.KeepRow: a statement of a simple query has one, a prepared
+	// statement's Execute does not.
+	Desc []byte
 }
 
 // UntilReady reads pc's replies up to and including ReadyForQuery. It
@@ -93,8 +98,23 @@ func (r *Replies) UntilReady(pc *pgconn.PgConn) error { return r.Collect(pc, nil
 // one per statement of the round trip in the order sent (statements past
 // len(res) are not recorded). The entries are reset first.
 func (r *Replies) Collect(pc *pgconn.PgConn, res []Result) error {
+	_, err := r.collect(pc, res, nil)
+	return err
+}
+
+// CollectAll is Collect for a round trip whose number of statements is not
+// known before the replies come (a simple query of several statements): it
+// records every statement's result, growing *res as needed, and returns
+// how many there were.
+func (r *Replies) CollectAll(pc *pgconn.PgConn, res *[]Result) (int, error) {
+	return r.collect(pc, *res, res)
+}
+
+// collect reads the replies into res; with grow, *grow is res, extended
+// for statements past its end.
+func (r *Replies) collect(pc *pgconn.PgConn, res []Result, grow *[]Result) (int, error) {
 	for i := range res {
-		res[i] = Result{Row: res[i].Row[:0]}
+		res[i] = Result{Row: res[i].Row[:0], Desc: res[i].Desc[:0]}
 	}
 	k := 0 // the statement whose replies are being read
 	c := pc.Conn()
@@ -108,47 +128,60 @@ func (r *Replies) Collect(pc *pgconn.PgConn, res []Result) error {
 			// connection) says more than the end of the stream.
 			_ = pc.Close(context.Background())
 			if first != nil && !errors.Is(err, ErrProtocol) {
-				return first
+				return k, first
 			}
-			return err
+			return k, err
 		}
 		switch typ {
 		case 'Z': // ReadyForQuery
 			if len(body) > 0 {
 				r.tx = body[0]
 			}
-			return first
+			return k, first
 		case 'E': // ErrorResponse
 			var m pgproto3.ErrorResponse
 			if err := m.Decode(body); err != nil {
 				_ = pc.Close(context.Background())
-				return fmt.Errorf("%w: bad error response: %v", ErrProtocol, err)
+				return k, fmt.Errorf("%w: bad error response: %v", ErrProtocol, err)
 			}
 			pe := pgconn.ErrorResponseToPgError(&m)
 			if pe.Severity == "FATAL" || pe.Severity == "PANIC" {
 				// The server closes the connection after it.
 				_ = pc.Close(context.Background())
-				return pe
+				return k, pe
 			}
 			if first == nil {
 				first = pe
 			}
 		case 'D': // DataRow
+			if grow != nil && k >= len(res) {
+				res = extend(res, k, grow)
+			}
 			if k < len(res) {
-				res[k].Rows++
-				if res[k].Rows == 1 {
-					firstInts(body, &res[k].V)
+				x := &res[k]
+				x.Rows++
+				if x.Rows == 1 {
+					firstInts(body, &x.V)
 				}
 				if r.KeepRow {
-					res[k].Row = append(res[k].Row[:0], body...)
+					x.Row = append(x.Row[:0], body...)
 				}
 			}
+		case 'T': // RowDescription (a simple query's statement)
+			if grow != nil && k >= len(res) {
+				res = extend(res, k, grow)
+			}
+			if k < len(res) && r.KeepRow {
+				res[k].Desc = append(res[k].Desc[:0], body...)
+			}
 		case 'C', 'I': // CommandComplete, EmptyQueryResponse: the statement ended
+			if grow != nil && k >= len(res) {
+				res = extend(res, k, grow) // a statement without rows has its result too
+			}
 			k++
 		case '2', // BindComplete
 			'1', // ParseComplete
 			'3', // CloseComplete
-			'T', // RowDescription
 			'n', // NoData
 			's', // PortalSuspended
 			'N', // NoticeResponse
@@ -156,9 +189,42 @@ func (r *Replies) Collect(pc *pgconn.PgConn, res []Result) error {
 			'A': // NotificationResponse
 		default:
 			_ = pc.Close(context.Background())
-			return fmt.Errorf("%w: type %q", ErrProtocol, typ)
+			return k, fmt.Errorf("%w: type %q", ErrProtocol, typ)
 		}
 	}
+}
+
+// extend makes res hold result k, in *grow.
+func extend(res []Result, k int, grow *[]Result) []Result {
+	for len(res) <= k {
+		res = append(res, Result{})
+	}
+	*grow = res
+	return res
+}
+
+// FieldNames appends the column names of a RowDescription body (Result.Desc)
+// to names.
+func FieldNames(desc []byte, names []string) []string {
+	if len(desc) < 2 {
+		return names
+	}
+	n := int(binary.BigEndian.Uint16(desc))
+	p := 2
+	for range n {
+		end := bytes.IndexByte(desc[p:], 0)
+		if end < 0 {
+			return names
+		}
+		names = append(names, string(desc[p:p+end]))
+		// The name's NUL, then the table's OID, the column's number, the
+		// type's OID and size, the type modifier and the format code.
+		p += end + 1 + 4 + 2 + 4 + 2 + 4 + 2
+		if p > len(desc) {
+			return names
+		}
+	}
+	return names
 }
 
 // RowValues splits a DataRow body into its column values (nil for a

@@ -78,6 +78,14 @@ type session struct {
 	row       [][]byte   // Row's columns
 	columns   [][]string // per statement, its result columns (from Prepare)
 	queued    int
+	// A SendQuery round trip: its message, its results (as many as its
+	// statements) and their columns.
+	query   pgproto3.Query
+	isQuery bool // SendQuery sent the round trip in flight
+	qlast   bool // the last round trip received was a SendQuery's
+	qres    []pgdrv.Result
+	nres    int
+	fields  []string
 }
 
 // NewSession connects a worker's session on the target and prepares its
@@ -182,7 +190,7 @@ func (s *session) reconnect(ctx context.Context) error {
 	s.Use(conn)
 	s.fe = conn.PgConn().Frontend()
 	s.replies.Reset()
-	s.queued = 0
+	s.queued, s.isQuery, s.qlast, s.nres = 0, false, false, 0
 	return nil
 }
 
@@ -272,26 +280,60 @@ func (s *session) Send() error {
 	return s.fe.Flush()
 }
 
+// SendQuery sends sql as a simple Query message, a round trip of its own.
+func (s *session) SendQuery(sql []byte) error {
+	s.query.String = string(sql)
+	s.isQuery = true
+	s.fe.SendQuery(&s.query)
+	return s.fe.Flush()
+}
+
 // Receive reads the round trip's replies up to ReadyForQuery (recording
 // each statement's results when the spec asks for them).
 func (s *session) Receive() error {
+	s.qlast = s.isQuery
+	if s.isQuery {
+		s.isQuery = false
+		var err error
+		s.nres, err = s.replies.CollectAll(s.Conn.PgConn(), &s.qres)
+		return err
+	}
 	n := min(s.queued, len(s.res))
 	s.queued = 0
+	s.nres = n
 	if !s.spec.Results {
 		return s.replies.UntilReady(s.Conn.PgConn())
 	}
 	return s.replies.Collect(s.Conn.PgConn(), s.res[:n])
 }
 
-func (s *session) Rows(k int) int       { return s.res[k].Rows }
-func (s *session) Int(k, col int) int32 { return s.res[k].V[col] }
+// result is the round trip's k-th result: of the query, or of the queued
+// statements.
+func (s *session) result(k int) *pgdrv.Result {
+	if s.qlast {
+		return &s.qres[k]
+	}
+	return &s.res[k]
+}
+
+func (s *session) Results() int         { return s.nres }
+func (s *session) Rows(k int) int       { return s.result(k).Rows }
+func (s *session) Int(k, col int) int32 { return s.result(k).V[col] }
 
 func (s *session) Row(k int) [][]byte {
-	s.row = pgdrv.RowValues(s.res[k].Row, s.row[:0])
+	s.row = pgdrv.RowValues(s.result(k).Row, s.row[:0])
 	return s.row
 }
 
 func (s *session) Columns(i int) []string { return s.columns[i] }
+
+func (s *session) Fields(k int) []string {
+	if !s.qlast {
+		return nil
+	}
+	s.fields = pgdrv.FieldNames(s.qres[k].Desc, s.fields[:0])
+	return s.fields
+}
 
 // InTx reports the transaction status of the last ReadyForQuery.
 func (s *session) InTx() bool { return s.Conn != nil && s.replies.TxStatus() != 'I' }

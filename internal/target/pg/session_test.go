@@ -2,6 +2,7 @@ package pg
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -112,5 +113,65 @@ func TestTextResultsAndUnknownParams(t *testing.T) {
 	}
 	if sess.Rows(1) != 0 || len(sess.Row(1)) != 0 || len(sess.Columns(1)) != 1 {
 		t.Errorf("empty result: rows %d row %q columns %q", sess.Rows(1), sess.Row(1), sess.Columns(1))
+	}
+}
+
+// TestSendQuery: a query of several statements (a compound command) is a
+// round trip of its own: a result per statement that ran (the empty ones
+// between semicolons are none), each with its rows, last row and column
+// names; 20 of them, more than a round trip of queued statements holds;
+// the statements after an error do not run; and the session's statements
+// work again after it.
+func TestSendQuery(t *testing.T) {
+	srv := testutil.StartServer(t)
+	ctx := context.Background()
+	spec := &target.SessionSpec{Results: true, TextResults: true, Stmts: []target.Stmt{{Name: "one", SQL: "SELECT 1 AS x"}}}
+	sess, err := Sessions{Connect: func(ctx context.Context) (*pgx.Conn, error) { return srv.Connect(ctx) }}.NewSession(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	roundTrip := func(sql string) error {
+		t.Helper()
+		if err := sess.SendQuery([]byte(sql)); err != nil {
+			t.Fatal(err)
+		}
+		return sess.Receive()
+	}
+	if err := roundTrip("; SELECT 1 AS a, NULL AS b; ; SELECT g AS c FROM generate_series(1, 3) g; CREATE TEMP TABLE t (x int); SELECT 5 WHERE false;"); err != nil {
+		t.Fatal(err)
+	}
+	if sess.Results() != 4 {
+		t.Fatalf("%d results, want 4", sess.Results())
+	}
+	for k, want := range []struct {
+		rows    int
+		fields  string
+		lastRow string
+	}{{1, "a,b", "1,"}, {3, "c", "3"}, {0, "", ""}, {0, "?column?", ""}} {
+		var vals []string
+		for _, v := range sess.Row(k) {
+			vals = append(vals, string(v))
+		}
+		if sess.Rows(k) != want.rows || strings.Join(sess.Fields(k), ",") != want.fields || strings.Join(vals, ",") != want.lastRow {
+			t.Errorf("result %d: %d rows, fields %q, last row %q; want %+v", k, sess.Rows(k), sess.Fields(k), vals, want)
+		}
+	}
+	if err := roundTrip(strings.Repeat("SELECT 7 AS s;", 20)); err != nil || sess.Results() != 20 || sess.Rows(19) != 1 || sess.Fields(19)[0] != "s" {
+		t.Errorf("20 statements: %v, %d results", err, sess.Results())
+	}
+	if err := roundTrip("INSERT INTO t VALUES (1); SELECT 1/0; INSERT INTO t VALUES (2)"); err == nil || sess.Results() != 1 || sess.InTx() {
+		t.Errorf("an error in the second statement: %v, %d results, in a transaction %v", err, sess.Results(), sess.InTx())
+	}
+	// One implicit transaction: the first insert was rolled back with it.
+	if err := roundTrip("SELECT count(*) AS n FROM t"); err != nil || string(sess.Row(0)[0]) != "0" {
+		t.Errorf("rows after the failed query: %v %q", err, sess.Row(0))
+	}
+	sess.Queue(0)
+	if err := sess.Send(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Receive(); err != nil || sess.Results() != 1 || sess.Rows(0) != 1 || string(sess.Row(0)[0]) != "1" || sess.Fields(0) != nil {
+		t.Errorf("a prepared statement after the queries: %v, %d rows, %q", err, sess.Rows(0), sess.Row(0))
 	}
 }
