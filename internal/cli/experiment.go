@@ -155,14 +155,17 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 
 	w, _ := s.Registry.Get(plan.Workload)
 	obs := s.runObserver(w)
+	runOut, runErrOut, flush := s.runOutput()
+	defer flush()
 	lab := &experiment.Lab{Registry: s.Registry, Drivers: s.drivers(), Spec: spec, Plan: plan, Store: st, Version: Version,
-		Progress: progress, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Redactor: s.Redactor, Log: s.Stderr,
+		Progress: progress, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Redactor: s.Redactor, Log: s.Stderr, Stdout: runOut, Stderr: runErrOut,
 		Observe: obs.observe, LoadProgress: newLoadBar(s).update, LoadNote: func(string, ...any) {}, AllowDestroy: allowDestroy}
 	r := &experiment.Runner{Store: st, Env: lab, Observe: func(ev experiment.Event) { observeExperiment(s, plan, ev) }}
 	if !spec.SeedSet && !resume {
 		s.eprintf("random order with seed %d (add `seed: %d` to the file to repeat this order)\n", plan.Seed, plan.Seed)
 	}
 	out, runErr := r.Execute(ctx, plan, resume)
+	flush()
 	if out.ExperimentID != 0 {
 		s.printf("\n")
 		how := fmt.Sprintf("`tunebench experiment show %s --include-errors`", plan.Name)

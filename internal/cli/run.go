@@ -20,8 +20,9 @@ import (
 // --json summary (also for an interrupted or failed run that was stored).
 func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Values, rf *runFlags) error {
 	ctx := cmd.Context()
+	out, errOut, flush := s.runOutput()
 	req := &lifecycle.Request{Workload: r, Options: v, NoSamplers: rf.noSamplers, Progress: rf.progress,
-		Experiment: rf.experiment, Version: Version, Getenv: s.Getenv, LookupEnv: s.LookupEnv}
+		Experiment: rf.experiment, Version: Version, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Stdout: out, Stderr: errOut}
 	if len(r.Meta().Dialects) > 0 {
 		t, err := s.openTarget(ctx, r, &rf.conn)
 		if err != nil {
@@ -58,6 +59,7 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	obs := s.runObserver(r)
 	req.Observe = obs.observe
 	sum, runErr := lifecycle.Run(ctx, req)
+	flush() // the run's own output, before what is printed of it
 	rescue, isRescued := store.RescuedTo(runErr)
 	if sum != nil && (sum.RunID != 0 || isRescued || sum.Status != "") {
 		s.printf("\n")

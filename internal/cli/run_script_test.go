@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tunebench/tunebench/internal/testutil"
 )
 
 // TestRunScriptFiles runs pgbench script files through the CLI: two files
@@ -138,5 +140,27 @@ func TestRunScriptFiles(t *testing.T) {
 	r = h.must(2, "run", "script", "--server-dir", srv.Dir(), "-d", db, "--results", results, "-f", bad, "-T", "1s")
 	if !strings.Contains(r.stderr, bad+":1:") {
 		t.Errorf("syntax error:\n%s", r)
+	}
+}
+
+// TestScriptOutputRedacted: what a script prints (\shell, debug()) goes
+// through the redactor line by line, an unfinished last line included,
+// before the run's own summary.
+func TestScriptOutputRedacted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := testutil.CreateDB(t, srv)
+	f := filepath.Join(t.TempDir(), "out.sql")
+	// (The stored script itself may hold no password-shaped text.)
+	if err := os.WriteFile(f, []byte("\\shell printf 'dsn host=x %s=%s port=5\\npartial line' password hunter22\nSELECT 1;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := h.must(0, "run", "script", "--server-dir", srv.Dir(), "-d", db, "--results", tempPath(t, "results.db"), "-f", f, "-t", "1", "--allow-shell")
+	if strings.Contains(r.stdout, "hunter22") || !strings.Contains(r.stdout, "dsn host=x password=xxxxx port=5\n") {
+		t.Errorf("the password in the script's output was not masked:\n%s", r)
+	}
+	if p, s := strings.Index(r.stdout, "partial line"), strings.Index(r.stdout, "stored as run"); p < 0 || p > s {
+		t.Errorf("the unfinished line is missing or after the summary:\n%s", r)
 	}
 }

@@ -3,12 +3,14 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 
 	"github.com/mattn/go-isatty"
@@ -90,6 +92,58 @@ func (s *State) printf(format string, a ...any) {
 
 func (s *State) eprintf(format string, a ...any) {
 	fmt.Fprint(s.Stderr, s.Redactor.String(fmt.Sprintf(format, a...)))
+}
+
+// runOutput is where a run's own output goes (workload.RunEnv's Stdout
+// and Stderr: a pgbench script's debug() and \shell output): stdout and
+// stderr, a whole line per write, through the redactor. flush writes what
+// is left of an unfinished line.
+func (s *State) runOutput() (stdout, stderr io.Writer, flush func()) {
+	o := &lineWriter{w: s.Stdout, r: s.Redactor}
+	e := &lineWriter{w: s.Stderr, r: s.Redactor}
+	return o, e, func() { o.flush(); e.flush() }
+}
+
+// lineWriter writes whole lines to w, redacted, for writers on several
+// goroutines (the clients of a run).
+type lineWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	r   *redact.Redactor
+	buf []byte
+}
+
+// lineWriterMax is the longest line kept whole: a longer one is written
+// in pieces.
+const lineWriterMax = 64 << 10
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) < lineWriterMax {
+				return len(p), nil
+			}
+			i = len(l.buf) - 1
+		}
+		_, err := io.WriteString(l.w, l.r.String(string(l.buf[:i+1])))
+		l.buf = l.buf[:copy(l.buf, l.buf[i+1:])]
+		if err != nil {
+			return len(p), err
+		}
+	}
+}
+
+func (l *lineWriter) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) > 0 {
+		_, _ = io.WriteString(l.w, l.r.String(string(l.buf)))
+		l.buf = l.buf[:0]
+	}
 }
 
 // note writes one line on stderr.

@@ -85,8 +85,10 @@ type Lab struct {
 	Getenv    func(string) string
 	LookupEnv func(string) (string, bool)
 	Redactor  *redact.Redactor
-	Log       io.Writer          // the managed servers' messages
-	Observe   lifecycle.Observer // the events of each run
+	Log       io.Writer // the managed servers' messages
+	// Stdout and Stderr take the runs' own output (workload.RunEnv).
+	Stdout, Stderr io.Writer
+	Observe        lifecycle.Observer // the events of each run
 	// LoadProgress receives the loads' progress; LoadNote their lines.
 	LoadProgress func(workload.LoadProgress)
 	LoadNote     func(format string, a ...any)
@@ -503,6 +505,7 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
 		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
 		Envelope: envelopeRecord(lt.envelope), EnvelopeUsage: lt.usageSince(), Enclose: enclose,
+		Stdout: lt.lab.Stdout, Stderr: lt.lab.Stderr,
 	})
 	var res RunResult
 	if sum != nil {

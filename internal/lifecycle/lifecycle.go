@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -88,6 +89,8 @@ type Request struct {
 	Getenv    func(string) string
 	LookupEnv func(string) (string, bool)
 	Observe   Observer
+	// Stdout and Stderr take the run's own output (workload.RunEnv).
+	Stdout, Stderr io.Writer
 
 	// rescued is the save's error when the store failed to save the run
 	// and its result went to a rescue file instead (see finish).
@@ -127,7 +130,7 @@ func Run(ctx context.Context, req *Request) (*results.Summary, error) {
 		}
 	}
 	env := &workload.RunEnv{Target: req.Target, Options: req.Options, Seed: seed, Version: req.Version,
-		Getenv: req.Getenv, LookupEnv: req.LookupEnv, Note: req.note}
+		Getenv: req.Getenv, LookupEnv: req.LookupEnv, Note: req.note, Stdout: req.Stdout, Stderr: req.Stderr}
 	r, err := w.NewRun(ctx, env)
 	if err != nil {
 		return nil, err
@@ -244,7 +247,7 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 			return nil, err
 		}
 	}
-	decideStatus(sum, res, v, afterErr, x)
+	decideStatus(sum, res, v, afterErr, execErr, x)
 	hists, err := results.RunHistograms(res)
 	if err != nil {
 		return nil, err

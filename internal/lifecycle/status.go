@@ -15,13 +15,18 @@ import (
 
 // decideStatus sets the status of a run the executor measured, and the
 // reasons for it (results.Reason): failed > interrupted > errors > ok. The
-// status is errors when transactions ended in errors, when outages covered
-// more than x.MaxOutagePct of the measured window, or when checks after the
-// run could not run (v.NotRun, or After's error afterErr).
-func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, afterErr error, x workload.Exec) {
+// status is failed when a check failed or when a worker stopped the run
+// (execErr: a script error, pgbench's aborted client); errors when
+// transactions ended in errors, when outages covered more than
+// x.MaxOutagePct of the measured window, or when checks after the run
+// could not run (v.NotRun, or After's error afterErr).
+func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, afterErr, execErr error, x workload.Exec) {
 	var rs []results.Reason
 	add := func(code, format string, a ...any) {
 		rs = append(rs, results.Reason{Code: code, Detail: fmt.Sprintf(format, a...)})
+	}
+	if execErr != nil {
+		add(results.ReasonAborted, "stopped before its end by an error, the figures cover part of the run: %v", execErr)
 	}
 	for _, f := range v.Failures {
 		add(results.ReasonCheckFailed, "%s", failureText(f))
@@ -49,7 +54,7 @@ func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, af
 	}
 	sum.StatusReasons = rs
 	switch {
-	case len(v.Failures) > 0:
+	case len(v.Failures) > 0 || execErr != nil:
 		sum.Status = store.StatusFailed
 	case res.Interrupted:
 		sum.Status = store.StatusInterrupted

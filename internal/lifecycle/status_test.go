@@ -30,20 +30,24 @@ func TestDecideStatus(t *testing.T) {
 		errors   int64
 		v        workload.Verdict
 		afterErr error
+		execErr  error
 		want     want
 	}{
-		{"ok", nil, 0, workload.Verdict{}, nil, want{"ok", "", false}},
-		{"short outage", []results.Outage{{StartS: 3, EndS: 3.5}}, 5, workload.Verdict{}, nil, want{"errors", "errors", false}},
-		{"long outage", []results.Outage{{StartS: 6, EndS: 19.8}}, 59, workload.Verdict{}, nil, want{"errors", "outage,errors", true}},
-		{"cross-check not run", nil, 0, workload.Verdict{NotRun: []string{"the NOPM cross-check could not run"}}, nil, want{"errors", "not_checked", true}},
-		{"after failed", nil, 0, workload.Verdict{}, errors.New("no connection"), want{"errors", "not_checked", true}},
-		{"errors over", nil, 200, workload.Verdict{}, nil, want{"errors", "errors_over_threshold", true}},
-		{"failed beats outage", []results.Outage{{StartS: 0, EndS: 20}}, 0, workload.Verdict{Failures: []workload.Failure{{What: "consistency check"}}}, nil,
+		{"ok", nil, 0, workload.Verdict{}, nil, nil, want{"ok", "", false}},
+		{"short outage", []results.Outage{{StartS: 3, EndS: 3.5}}, 5, workload.Verdict{}, nil, nil, want{"errors", "errors", false}},
+		{"long outage", []results.Outage{{StartS: 6, EndS: 19.8}}, 59, workload.Verdict{}, nil, nil, want{"errors", "outage,errors", true}},
+		{"cross-check not run", nil, 0, workload.Verdict{NotRun: []string{"the NOPM cross-check could not run"}}, nil, nil, want{"errors", "not_checked", true}},
+		{"after failed", nil, 0, workload.Verdict{}, errors.New("no connection"), nil, want{"errors", "not_checked", true}},
+		{"errors over", nil, 200, workload.Verdict{}, nil, nil, want{"errors", "errors_over_threshold", true}},
+		{"failed beats outage", []results.Outage{{StartS: 0, EndS: 20}}, 0, workload.Verdict{Failures: []workload.Failure{{What: "consistency check"}}}, nil, nil,
 			want{"failed", "check_failed,outage", false}},
+		// A worker that stopped the run (a script error) leaves a failed
+		// run, with the error as its reason, not an ok one.
+		{"aborted", nil, 0, workload.Verdict{}, nil, errors.New("script s.sql: the script ended inside a transaction block"), want{"failed", "aborted", false}},
 	} {
 		sum := &results.Summary{Measured: &results.Measured{DurationS: 20, Outages: c.outages, Errors: c.errors, ErrorsPct: float64(c.errors) / 100}}
 		res := &run.Result{Errors: c.errors}
-		decideStatus(sum, res, &c.v, c.afterErr, x)
+		decideStatus(sum, res, &c.v, c.afterErr, c.execErr, x)
 		var codes []string
 		for _, r := range sum.StatusReasons {
 			codes = append(codes, r.Code)
@@ -64,7 +68,7 @@ func TestDecideStatus(t *testing.T) {
 		}
 	}
 	sum := &results.Summary{Measured: &results.Measured{DurationS: 20, Outages: []results.Outage{{StartS: 6, EndS: 20}}}}
-	decideStatus(sum, &run.Result{}, &workload.Verdict{}, nil, x)
+	decideStatus(sum, &run.Result{}, &workload.Verdict{}, nil, nil, x)
 	err := errorsExit(sum, 7, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "unreachable for 14.0 s of the 20.0 s measured") || !strings.Contains(errs.HintOf(err), "--max-outage-pct") {
 		t.Errorf("exit error %v (hint %q): want the outage and the option", err, errs.HintOf(err))

@@ -65,6 +65,9 @@ type Reason struct {
 const (
 	// ReasonCheckFailed: a check or cross-check failed (status failed, exit 5).
 	ReasonCheckFailed = "check_failed"
+	// ReasonAborted: a worker stopped the run with an error it could not
+	// go on from (a script error; status failed, the error's exit code).
+	ReasonAborted = "aborted"
 	// ReasonInterrupted: the run was interrupted (status interrupted, exit 130).
 	ReasonInterrupted = "interrupted"
 	// ReasonOutage: outages covered more of the measured window than the

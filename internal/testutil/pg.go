@@ -265,3 +265,18 @@ func RequirePostgres(tb testing.TB) server.Binaries {
 	}
 	return b
 }
+
+// Pgbench is the path of the pgbench next to the server's binaries, for
+// tests that compare with it; without it the test is skipped (or fails
+// under CI: make test installs it with the server).
+func Pgbench(tb testing.TB, b server.Binaries) string {
+	tb.Helper()
+	bin := b.Path("pgbench")
+	if _, err := os.Stat(bin); err != nil {
+		if InCI() {
+			tb.Fatalf("pgbench is required in CI (CI=%s): not found next to the server (%s)", os.Getenv("CI"), bin)
+		}
+		tb.Skipf("skipping: pgbench not found next to the server (%s)", bin)
+	}
+	return bin
+}

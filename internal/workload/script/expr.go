@@ -155,6 +155,35 @@ type Env struct {
 	Vars  *Vars
 	Rand  *PRNG
 	Debug io.Writer
+	// Where the expression is, as debug() names it: the script (its
+	// index among the files) and the command (1-based, as pgbench counts
+	// a script's SQL and meta-commands).
+	Script, Command int
+	line            []byte
+}
+
+// debug writes v as pgbench's debug() writes it on stderr, one line in
+// one write: "debug(script=0,command=3): int 13" (also "double 1.5",
+// "boolean true", "null").
+func (e *Env) debug(v Value) {
+	b := append(e.line[:0], "debug(script="...)
+	b = strconv.AppendInt(b, int64(e.Script), 10)
+	b = append(b, ",command="...)
+	b = strconv.AppendInt(b, int64(e.Command), 10)
+	b = append(b, "): "...)
+	switch v.Kind {
+	case KindNull:
+		b = append(b, "null"...)
+	case KindBool:
+		b = append(append(b, "boolean "...), v.Text()...)
+	case KindInt:
+		b = strconv.AppendInt(append(b, "int "...), v.I, 10)
+	default:
+		b = append(append(b, "double "...), formatDouble(v.D)...)
+	}
+	b = append(b, '\n')
+	_, _ = e.Debug.Write(b)
+	e.line = b
 }
 
 // Expr is a parsed expression.
@@ -351,17 +380,7 @@ func (n funcNode) eval(env *Env) (Value, error) {
 		return Value{}, evalErrorf("cannot coerce %s to double", a[0].Kind)
 	case fnDebug:
 		if env.Debug != nil {
-			v := a[0]
-			switch v.Kind {
-			case KindNull:
-				fmt.Fprintln(env.Debug, "debug: null")
-			case KindBool:
-				fmt.Fprintln(env.Debug, "debug: boolean", v.Text())
-			case KindInt:
-				fmt.Fprintln(env.Debug, "debug: int", v.I)
-			default:
-				fmt.Fprintln(env.Debug, "debug: double", v.Text())
-			}
+			env.debug(a[0])
 		}
 		return a[0], nil
 	case fnDouble, fnSqrt, fnLn, fnExp:

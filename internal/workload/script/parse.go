@@ -52,9 +52,22 @@ type Command struct {
 	Params []int  // the variables' slots, for $1..$n
 	Store  int    // StoreNone, StoreGset, StoreAset
 	Prefix string // the \gset or \aset prefix
+	// Uses counts the variables' uses (:name), each one a parameter in
+	// pgbench's prepared and extended modes, which accept at most
+	// maxVarUses.
+	Uses int
 	// Compound: statements joined with \; (one command, several
-	// statements).
+	// statements), sent by the simple query protocol as pgbench's default
+	// mode sends every command: Pieces are the text around the variables'
+	// uses, Uses[i] between Pieces[i] and Pieces[i+1] (VarSlots[i], named
+	// VarNames[i]).
 	Compound bool
+	Pieces   []string
+	VarSlots []int
+	VarNames []string
+	// Statements are a compound command's statements (the text between
+	// the \;, placeholders for the variables), for what they do.
+	Statements []string
 
 	Var  int   // CmdSet, CmdSetShell: the variable's slot
 	Expr *Expr // CmdSet, CmdIf, CmdElif
@@ -66,6 +79,9 @@ type Command struct {
 	SleepUnit  int64
 
 	Args []string // CmdShell, CmdSetShell: the command's words
+	// ArgSlots: per word, the variable's slot for a :name word, -1 for
+	// a literal word (::x is the word :x).
+	ArgSlots []int
 
 	// CmdIf, CmdElif, CmdElse: the command to go to when the branch is
 	// not taken (the next \elif, \else or the \endif).
@@ -100,6 +116,17 @@ func (e *ParseError) Error() string {
 	}
 	return s
 }
+
+// pgbench's limits (MAX_ARGS, 256 words of a command, the first being the
+// SQL text or the meta-command's name): at most 255 uses of variables in a
+// prepared statement (its parameters; the documentation's "up to 255
+// variable uses in one statement") and 255 words after \shell or
+// \setshell. Scripts over them are refused when they are read, as pgbench
+// refuses them.
+const (
+	maxVarUses   = 255
+	maxShellArgs = 255
+)
 
 // Options of the parser.
 type ParseOptions struct {
@@ -161,7 +188,7 @@ func (p *scriptParser) parse() error {
 		}
 		return nil
 	cmd:
-		if p.src[p.pos] == '\\' {
+		if p.src[p.pos] == '\\' && !strings.HasPrefix(p.src[p.pos:], "\\;") {
 			if err := p.meta(); err != nil {
 				return err
 			}
@@ -181,13 +208,40 @@ func (p *scriptParser) sql() error {
 	var b strings.Builder
 	var params []int
 	slots := map[int]int{} // variable slot -> parameter number
+	// Each use of a variable: where its placeholder is in b, its slot
+	// and name (a compound command's text is cut there).
+	type use struct {
+		at, end, slot int
+		name          string
+	}
+	var uses []use
+	var splits []int // where each \; ends in b
 	s := p.src
 	i := p.pos
 	compound := false
 	flush := func(cmdEnd int) {
 		text := strings.TrimSpace(s[p.pos:cmdEnd])
-		p.s.Commands = append(p.s.Commands, Command{Kind: CmdSQL, Line: startLine, Text: text,
-			SQL: strings.TrimSpace(b.String()), Params: params, Var: -1, SleepVar: -1, Compound: compound})
+		c := Command{Kind: CmdSQL, Line: startLine, Text: text,
+			SQL: strings.TrimSpace(b.String()), Params: params, Var: -1, SleepVar: -1, Compound: compound, Uses: len(uses)}
+		if compound {
+			all, from := b.String(), 0
+			for _, u := range uses {
+				c.Pieces = append(c.Pieces, all[from:u.at])
+				c.VarSlots = append(c.VarSlots, u.slot)
+				c.VarNames = append(c.VarNames, u.name)
+				from = u.end
+			}
+			c.Pieces = append(c.Pieces, all[from:])
+			c.Pieces[0] = strings.TrimLeft(c.Pieces[0], " \t\r\n\f\v")
+			last := len(c.Pieces) - 1
+			c.Pieces[last] = strings.TrimRight(c.Pieces[last], " \t\r\n\f\v")
+			from = 0
+			for _, at := range append(splits, len(all)) {
+				c.Statements = append(c.Statements, strings.TrimSpace(all[from:at]))
+				from = at
+			}
+		}
+		p.s.Commands = append(p.s.Commands, c)
 	}
 	for i < len(s) {
 		c := s[i]
@@ -272,10 +326,13 @@ func (p *scriptParser) sql() error {
 				n = len(params)
 				slots[slot] = n
 			}
+			at := b.Len()
 			b.WriteString("$" + strconv.Itoa(n))
+			uses = append(uses, use{at: at, end: b.Len(), slot: slot, name: s[i+1 : j]})
 			i = j
 		case c == '\\' && i+1 < len(s) && s[i+1] == ';':
 			b.WriteByte(';')
+			splits = append(splits, b.Len())
 			compound = true
 			i += 2
 		case c == ';':
@@ -413,8 +470,34 @@ func (p *scriptParser) meta() error {
 		}
 		c.Kind, c.Var, c.Expr = CmdSet, p.scope.Slot(args[0]), e
 	case "sleep":
+		if len(args) == 1 && !strings.HasPrefix(args[0], ":") {
+			// A number and its unit written together (\sleep 2ms), as
+			// pgbench reads them: the digits, then the unit.
+			k := 0
+			if k < len(args[0]) && args[0][k] == '+' {
+				k++
+			}
+			for k < len(args[0]) && args[0][k] >= '0' && args[0][k] <= '9' {
+				k++
+			}
+			if k > 0 && k < len(args[0]) && args[0][k-1] >= '0' && args[0][k-1] <= '9' {
+				args = []string{args[0][:k], args[0][k:]}
+			}
+		}
 		if len(args) < 1 || len(args) > 2 {
 			return p.errf(line, 0, "write \\sleep N [us|ms|s], N an integer or a :variable", "\\sleep takes a duration and an optional unit")
+		}
+		if strings.HasPrefix(args[0], ":") {
+			if !validName(args[0][1:]) {
+				return p.errf(line, 0, "write :name", "invalid variable %q in \\sleep", args[0])
+			}
+			c.SleepVar = p.scope.Slot(args[0][1:])
+		} else {
+			n, err := strconv.ParseInt(strings.TrimPrefix(args[0], "+"), 10, 64)
+			if err != nil || n < 0 {
+				return p.errf(line, 0, "give a whole number of units, or a :variable", "invalid \\sleep duration %q", args[0])
+			}
+			c.SleepConst = n
 		}
 		c.Kind, c.SleepUnit = CmdSleep, 1_000_000
 		if len(args) == 2 {
@@ -427,18 +510,6 @@ func (p *scriptParser) meta() error {
 			default:
 				return p.errf(line, 0, "use us, ms or s", "unknown \\sleep unit %q", args[1])
 			}
-		}
-		if strings.HasPrefix(args[0], ":") {
-			if !validName(args[0][1:]) {
-				return p.errf(line, 0, "write :name", "invalid variable %q in \\sleep", args[0])
-			}
-			c.SleepVar = p.scope.Slot(args[0][1:])
-		} else {
-			n, err := strconv.ParseInt(args[0], 10, 64)
-			if err != nil || n < 0 {
-				return p.errf(line, 0, "give a whole number of units, or a :variable", "invalid \\sleep duration %q", args[0])
-			}
-			c.SleepConst = n
 		}
 	case "if", "elif":
 		if rest == "" {
@@ -472,12 +543,26 @@ func (p *scriptParser) meta() error {
 		if len(args) < min {
 			return p.errf(line, 0, "write \\"+name+" "+map[string]string{"shell": "COMMAND [ARG...]", "setshell": "NAME COMMAND [ARG...]"}[name], "\\%s needs a command", name)
 		}
+		if len(args) > maxShellArgs {
+			return p.errf(line, 0, fmt.Sprintf("put the command line in a shell script and run that (pgbench takes at most %d words after \\%s)", maxShellArgs, name),
+				"\\%s has %d arguments, more than %d", name, len(args), maxShellArgs)
+		}
 		c.Kind, c.Args = CmdShell, args
 		if name == "setshell" {
 			if !validName(args[0]) {
 				return p.errf(line, 0, "a variable name is letters, digits and underscores", "invalid variable name %q", args[0])
 			}
 			c.Kind, c.Var, c.Args = CmdSetShell, p.scope.Slot(args[0]), args[1:]
+		}
+		for _, a := range c.Args {
+			slot := -1
+			if strings.HasPrefix(a, ":") && !strings.HasPrefix(a, "::") {
+				if !validName(a[1:]) {
+					return p.errf(line, 0, "write :name for a variable, ::word for a word starting with a colon", "invalid variable %q in \\%s", a, name)
+				}
+				slot = p.scope.Slot(a[1:])
+			}
+			c.ArgSlots = append(c.ArgSlots, slot)
 		}
 	case "startpipeline", "syncpipeline", "endpipeline":
 		if rest != "" {
@@ -574,6 +659,10 @@ func (p *scriptParser) link() error {
 				return p.errf(c.Line, 0, "move it out of the pipeline", "%s inside a pipeline", c.Text)
 			}
 		case CmdSQL:
+			if pipe >= 0 && c.Compound {
+				return p.errf(c.Line, 0, "split it into one statement per command (each ending with ;), or move it out of the pipeline: a pipeline sends prepared statements, one statement each, and pgbench sends a compound command only by the simple query protocol, which has no pipeline",
+					"a compound command (statements joined with \\;) cannot be used in a pipeline")
+			}
 			if pipe >= 0 && c.Store != StoreNone {
 				return p.errf(c.Line, 0, "move the statement out of the pipeline, or drop its \\gset/\\aset: its result is not read before the pipeline ends (pgbench refuses it too)",
 					"\\gset and \\aset cannot be used in a pipeline")

@@ -76,8 +76,10 @@ SELECT 1`)
 	if c := s.Commands[0]; len(c.Params) != 0 || !strings.Contains(c.SQL, "'a;b:c'") || !strings.Contains(c.SQL, "1::int") || c.Line != 1 {
 		t.Errorf("first statement: %q params %v line %d", c.SQL, c.Params, c.Line)
 	}
-	if c := s.Commands[1]; c.SQL != "BEGIN ; SELECT $1;" || c.Line != 3 {
-		t.Errorf("compound statement %q line %d", c.SQL, c.Line)
+	if c := s.Commands[1]; c.SQL != "BEGIN ; SELECT $1;" || c.Line != 3 || !c.Compound ||
+		strings.Join(c.Pieces, "|") != "BEGIN ; SELECT |;" || len(c.VarSlots) != 1 || c.VarNames[0] != "k" ||
+		strings.Join(c.Statements, "|") != "BEGIN ;|SELECT $1;" {
+		t.Errorf("compound statement %q line %d: pieces %q, variables %q, statements %q", c.SQL, c.Line, c.Pieces, c.VarNames, c.Statements)
 	}
 	if c := s.Commands[2]; c.Store != StoreGset || c.Prefix != "p_" || c.SQL != "SELECT $1" || c.Line != 4 {
 		t.Errorf("gset statement %+v", c)
@@ -87,6 +89,47 @@ SELECT 1`)
 	}
 	if c := s.Commands[5]; c.SQL != "SELECT 1" || c.Line != 7 {
 		t.Errorf("last statement, no semicolon: %+v", c)
+	}
+}
+
+// TestCompoundCommands: \; joins statements into one command, also at
+// the start of a command and with empty statements (pgbench sends them as
+// one string); each use of a variable is a piece of its own, in order,
+// the same variable twice included, and a :: cast stays text.
+func TestCompoundCommands(t *testing.T) {
+	s, sc := mustParse(t, "\\; SELECT :a::int AS x \\; \\;\nSELECT :b, :a \\aset p_\n\\set y 1\n")
+	if len(s.Commands) != 2 {
+		t.Fatalf("%d commands, want 2: %+v", len(s.Commands), s.Commands)
+	}
+	c := s.Commands[0]
+	if !c.Compound || c.Store != StoreAset || c.Prefix != "p_" || c.Uses != 3 || c.Line != 1 {
+		t.Fatalf("compound %+v", c)
+	}
+	if got := strings.Join(c.Pieces, "|"); got != "; SELECT |::int AS x ; ;\nSELECT |, |" {
+		t.Errorf("pieces %q", got)
+	}
+	if c.VarSlots[0] != sc.Slot("a") || c.VarSlots[1] != sc.Slot("b") || c.VarSlots[2] != sc.Slot("a") {
+		t.Errorf("variables %v %q", c.VarSlots, c.VarNames)
+	}
+	if got := strings.Join(c.Statements, "|"); got != ";|SELECT $1::int AS x ;|;|SELECT $2, $1" {
+		t.Errorf("statements %q", got)
+	}
+	if s.Commands[1].Kind != CmdSet {
+		t.Errorf("the \\set after the compound: %+v", s.Commands[1])
+	}
+}
+
+// TestSleepUnits: the unit may follow the number without a space, as
+// pgbench reads it (\sleep 2ms); a sign-less number or a :variable.
+func TestSleepUnits(t *testing.T) {
+	for text, want := range map[string][2]int64{
+		"\\sleep 2ms": {2, 1000}, "\\sleep 7us": {7, 1}, "\\sleep 3s": {3, 1_000_000}, "\\sleep 5": {5, 1_000_000},
+		"\\sleep 4 MS": {4, 1000}, "\\sleep +9ms": {9, 1000}, "\\sleep 0": {0, 1_000_000},
+	} {
+		s, _ := mustParse(t, text)
+		if c := s.Commands[0]; c.Kind != CmdSleep || c.SleepConst != want[0] || c.SleepUnit != want[1] || c.SleepVar != -1 {
+			t.Errorf("%s: %d x %d us (var %d), want %d x %d", text, c.SleepConst, c.SleepUnit, c.SleepVar, want[0], want[1])
+		}
 	}
 }
 
@@ -143,6 +186,10 @@ func TestParseErrors(t *testing.T) {
 		{"\\set x", 1, 0, "needs a variable name and an expression"},
 		{"\\sleep 1 h", 1, 0, "unknown \\sleep unit"},
 		{"\\sleep x", 1, 0, "invalid \\sleep duration"},
+		{"\\sleep 2weeks", 1, 0, "unknown \\sleep unit \"weeks\""},
+		{"\\sleep 2ms 3", 1, 0, "invalid \\sleep duration \"2ms\""},
+		{"\\sleep -2ms", 1, 0, "invalid \\sleep duration"},
+		{"\\sleep ms", 1, 0, "invalid \\sleep duration"},
 		{"\\frobnicate", 1, 1, "unknown meta-command \\frobnicate"},
 		{"\\shell echo hi", 1, 0, "refused without --allow-shell"},
 		{"\\setshell x echo 1", 1, 0, "refused without --allow-shell"},
@@ -170,6 +217,22 @@ func TestParseErrors(t *testing.T) {
 	s, err := Parse("my.sql", "\\setshell x echo 1\n\\shell true", NewScope(), ParseOptions{AllowShell: true})
 	if err != nil || s.Commands[0].Kind != CmdSetShell || len(s.Commands[0].Args) != 2 || s.Commands[1].Kind != CmdShell {
 		t.Errorf("shell commands with AllowShell: %v %+v", err, s)
+	}
+	// pgbench's limit: 255 words after the meta-command's name.
+	words := func(n int) string { return strings.TrimSpace(strings.Repeat("w ", n)) }
+	for _, c := range []struct {
+		text string
+		ok   bool
+	}{
+		{"\\shell echo " + words(254), true},
+		{"\\shell echo " + words(255), false},
+		{"\\setshell v echo " + words(253), true},
+		{"\\setshell v echo " + words(254), false},
+	} {
+		_, err := Parse("my.sql", c.text, NewScope(), ParseOptions{AllowShell: true})
+		if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "more than 255") {
+			t.Errorf("%d words: %v, want ok %v", len(strings.Fields(c.text)), err, c.ok)
+		}
 	}
 }
 
@@ -217,7 +280,8 @@ func TestFileSpecsAndDefines(t *testing.T) {
 func TestProgramRefuses(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ script, want string }{
-		{"SELECT 1 \\; SELECT 2;\n", "x.sql:1: a compound command"},
+		{"\\startpipeline\nSELECT 1 \\; SELECT 2;\n\\endpipeline\n", "x.sql:2: a compound command (statements joined with \\;) cannot be used in a pipeline"},
+		{"\\set i 1\nSELECT least(" + strings.Repeat(":i, ", 255) + ":i);\n", "x.sql:2: the statement uses variables 256 times, more than 255"},
 		{"\\set a 1\nSELECT :a + :b;\n", "x.sql:2: the variable :b is used but never set"},
 		{"\\shell echo hi\n", "refused without --allow-shell"},
 		{"\\startpipeline\n" + strings.Repeat("SELECT 1;\n", maxPipeline+1) + "\\endpipeline\n", "a pipeline of more than 16 statements"},
@@ -231,6 +295,20 @@ func TestProgramRefuses(t *testing.T) {
 		_, err := loadProgram([]FileSpec{{f, 1}}, nil, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.script, err, c.want)
+		}
+	}
+	// 255 uses are fine, and so are more in a compound command (sent as
+	// text, as pgbench's simple mode sends it).
+	for _, text := range []string{
+		"\\set i 1\nSELECT least(" + strings.Repeat(":i, ", 254) + ":i);\n",
+		"\\set i 1\nSELECT 1 \\; SELECT least(" + strings.Repeat(":i, ", 299) + ":i);\n",
+	} {
+		f := filepath.Join(dir, "uses.sql")
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadProgram([]FileSpec{{f, 1}}, nil, false); err != nil {
+			t.Errorf("%d uses: %v", strings.Count(text, ":i"), err)
 		}
 	}
 	// More than 16 statements outside a pipeline are fine.

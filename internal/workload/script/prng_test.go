@@ -42,10 +42,7 @@ INSERT INTO draws(client, r, e, g, z, z2, p, p2, h, f, big, odd)
 // sequence of values.
 func TestDrawsMatchPgbench(t *testing.T) {
 	srv := testutil.StartServer(t)
-	pgbench := srv.Binaries().Path("pgbench")
-	if _, err := os.Stat(pgbench); err != nil {
-		t.Skipf("pgbench not found next to the server (%s)", pgbench)
-	}
+	pgbench := testutil.Pgbench(t, srv.Binaries())
 	conn := testutil.Connect(t, srv)
 	ctx := context.Background()
 	if _, err := conn.Exec(ctx, `CREATE TABLE draws (n bigserial, client int, r bigint, e bigint, g bigint, z bigint, z2 bigint,

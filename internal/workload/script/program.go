@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -88,15 +89,18 @@ type program struct {
 	ops     []string // the scripts' names (the executor's operations)
 	sha     []string // sha256 of each file's text
 	texts   []string
-	// stmt[s][c] is the session statement of script s's command c (-1:
-	// not SQL); commits[i] says statement i ends a transaction (COMMIT,
-	// END); writes[i]: it may change data outside a transaction block.
-	stmt    [][]int
-	stmts   []target.Stmt
-	info    []StmtInfo
-	commits []bool
-	begins  []bool // BEGIN, START TRANSACTION
-	writes  []bool
+	// stmt[s][c] is the SQL command (its index in info, prep and kinds)
+	// of script s's command c (-1: not SQL); prep[i] is SQL command i's
+	// session statement (-1: a compound command, sent as a simple
+	// query); kinds[i] what its statements do, in order (one for a
+	// prepared statement).
+	stmt  [][]int
+	stmts []target.Stmt
+	prep  []int
+	info  []StmtInfo
+	kinds [][]stmtKind
+	// selects: every statement is a SELECT (--follow-server auto).
+	selects bool
 	total   int // the weights' sum
 	// mux: no command blocks the driver thread (\sleep, \shell): the
 	// workers can be multiplexed.
@@ -115,11 +119,40 @@ type program struct {
 	// workers record per-statement results.
 	measuring atomic.Bool
 
-	// storeSlots[i]: the variables statement i's \gset or \aset sets, a
-	// slot per result column (known once a session has prepared it).
-	mu         sync.Mutex
+	// storeSlots[i]: the variables SQL command i's \gset or \aset sets,
+	// a slot per result column (known once a session has prepared it;
+	// noSlot for a name no command reads, badName for one that is no
+	// variable's name), and storeNames the names.
+	once       sync.Once
 	storeSlots [][]int
+	storeNames [][]string
+
+	// stdout and stderr take the scripts' own output: debug() and the
+	// \shell commands' (nil: discarded).
+	stdout, stderr io.Writer
+	// nulled[slot]: a statement sent the variable as NULL, nothing having
+	// set it (noted once a run on stderr).
+	nulled []atomic.Bool
 }
+
+// stmtKind is what a statement does, for the outcome of a round trip
+// that lost its connection.
+type stmtKind uint8
+
+const (
+	kindRead   stmtKind = iota
+	kindCommit          // COMMIT, END: ends a transaction
+	kindBegin           // BEGIN, START TRANSACTION
+	kindWrite           // may change data outside a transaction block
+)
+
+// A column stored by \gset or \aset whose name no command reads is not
+// kept (noSlot); one whose name is no variable's fails the command
+// (badName), as pgbench fails it.
+const (
+	noSlot  = -1
+	badName = -2
+)
 
 // maxPipeline is the most statements a pipeline may hold (one round trip
 // of a session).
@@ -159,6 +192,7 @@ func loadProgram(files []FileSpec, defines []Define, allowShell bool) (*program,
 	if err := p.compile(); err != nil {
 		return nil, err
 	}
+	p.nulled = make([]atomic.Bool, p.scope.Len())
 	p.ops = p.names()
 	return p, p.checkVariables()
 }
@@ -183,6 +217,7 @@ var (
 // compile makes the session statements and checks what the session
 // cannot do.
 func (p *program) compile() error {
+	p.selects = true
 	for si, s := range p.scripts {
 		ix := make([]int, len(s.Commands))
 		queued, inPipe := 0, false
@@ -195,12 +230,15 @@ func (p *program) compile() error {
 			case CmdStartPipeline, CmdSyncPipeline, CmdEndPipeline:
 				queued, inPipe = 0, c.Kind != CmdEndPipeline
 			case CmdSQL:
-				if c.Compound {
-					return errs.Usage("split it into one statement per command (each ending with ;): tunebench prepares every statement, as pgbench -M prepared, and a prepared statement holds one",
-						"%s:%d: a compound command (statements joined with \\;) cannot be prepared", s.Name, c.Line)
-				}
-				if c.SQL == "" || c.SQL == ";" {
+				if !c.Compound && (c.SQL == "" || c.SQL == ";") {
 					return errs.Usage("remove the lone semicolon", "%s:%d: an empty SQL command", s.Name, c.Line)
+				}
+				if !c.Compound && c.Uses > maxVarUses {
+					// pgbench refuses it in its prepared and extended
+					// modes; a compound command goes by the simple
+					// protocol, the variables written into its text.
+					return errs.Usage(fmt.Sprintf("use at most %d variables in a statement (pgbench's limit: each :name is a parameter of the prepared statement); split the statement, or compute a value with \\set", maxVarUses),
+						"%s:%d: the statement uses variables %d times, more than %d", s.Name, c.Line, c.Uses, maxVarUses)
 				}
 				if inPipe {
 					queued++
@@ -212,18 +250,43 @@ func (p *program) compile() error {
 				if c.Store != StoreNone {
 					p.results = true
 				}
-				ix[ci] = len(p.stmts)
-				sql := strings.TrimSuffix(strings.TrimSpace(c.SQL), ";")
-				p.stmts = append(p.stmts, target.Stmt{Name: "tbs_" + strconv.Itoa(len(p.stmts)), SQL: sql, Params: c.Params})
+				ix[ci] = len(p.info)
 				p.info = append(p.info, StmtInfo{Script: si, Line: c.Line, Text: spaceRe.ReplaceAllString(strings.TrimSpace(c.Text), " ")})
-				p.commits = append(p.commits, commitRe.MatchString(sql))
-				p.begins = append(p.begins, beginRe.MatchString(sql))
-				p.writes = append(p.writes, !readRe.MatchString(sql))
+				if c.Compound {
+					p.prep = append(p.prep, -1)
+					var kinds []stmtKind
+					for _, st := range c.Statements {
+						if st = strings.TrimSpace(strings.TrimSuffix(st, ";")); st != "" {
+							kinds = append(kinds, kindOf(st))
+							p.selects = p.selects && selectRe.MatchString(st)
+						}
+					}
+					p.kinds = append(p.kinds, kinds)
+					continue
+				}
+				sql := strings.TrimSuffix(strings.TrimSpace(c.SQL), ";")
+				p.prep = append(p.prep, len(p.stmts))
+				p.stmts = append(p.stmts, target.Stmt{Name: "tbs_" + strconv.Itoa(len(p.stmts)), SQL: sql, Params: c.Params})
+				p.kinds = append(p.kinds, []stmtKind{kindOf(sql)})
+				p.selects = p.selects && selectRe.MatchString(sql)
 			}
 		}
 		p.stmt = append(p.stmt, ix)
 	}
 	return nil
+}
+
+// kindOf is what the statement sql does.
+func kindOf(sql string) stmtKind {
+	switch {
+	case commitRe.MatchString(sql):
+		return kindCommit
+	case beginRe.MatchString(sql):
+		return kindBegin
+	case !readRe.MatchString(sql):
+		return kindWrite
+	}
+	return kindRead
 }
 
 // checkVariables refuses a variable that the scripts read and nothing
@@ -293,30 +356,45 @@ func (p *program) start(scale int64, seed int64, clients, maxTries int) {
 	p.clients, p.defSeed = gen.Seeds(p.seed, clients)
 }
 
-// columnSlots gives the variables of every \gset and \aset their slots,
-// from the columns sess prepared; once, before the run (workers are made
-// before it starts): the scope does not change while workers run.
+// columnSlots gives the columns of every \gset and \aset of a prepared
+// statement their variables' slots, from the columns sess prepared; once,
+// before the run (the workers are made before it starts). The scope does
+// not change: a column that no command reads is set nowhere (nothing
+// could read it), and a column whose name is not a variable's fails its
+// command when it stores, as pgbench fails it (SELECT 1 \gset stores a
+// column named ?column?).
 func (p *program) columnSlots(sess target.Session) {
 	if !p.results {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.storeSlots != nil {
-		return
-	}
-	p.storeSlots = make([][]int, len(p.stmts))
-	for si, s := range p.scripts {
-		for ci, c := range s.Commands {
-			i := p.stmt[si][ci]
-			if i < 0 || c.Store == StoreNone {
-				continue
-			}
-			for _, name := range sess.Columns(i) {
-				p.storeSlots[i] = append(p.storeSlots[i], p.scope.Slot(c.Prefix+name))
+	p.once.Do(func() {
+		p.storeSlots = make([][]int, len(p.info))
+		p.storeNames = make([][]string, len(p.info))
+		for si, s := range p.scripts {
+			for ci, c := range s.Commands {
+				i := p.stmt[si][ci]
+				if i < 0 || c.Store == StoreNone || p.prep[i] < 0 {
+					continue
+				}
+				for _, name := range sess.Columns(p.prep[i]) {
+					p.storeSlots[i] = append(p.storeSlots[i], p.slotOf(c.Prefix+name))
+					p.storeNames[i] = append(p.storeNames[i], c.Prefix+name)
+				}
 			}
 		}
+	})
+}
+
+// slotOf is the slot a stored column's variable has: noSlot when no
+// command reads it, badName when name is not a variable's name.
+func (p *program) slotOf(name string) int {
+	if i, ok := p.scope.Lookup(name); ok {
+		return i
 	}
+	if !validName(name) {
+		return badName
+	}
+	return noSlot
 }
 
 // define is the -D value of a variable, if -D gives it.

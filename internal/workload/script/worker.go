@@ -1,9 +1,11 @@
 package script
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -40,6 +42,7 @@ type Worker struct {
 	// saved is the client's generator at the start of the attempt.
 	saved PRNG
 	buf   []byte
+	query []byte // a compound command's text
 
 	// The step in progress.
 	cur    int   // script
@@ -73,8 +76,8 @@ type timedStmt struct {
 
 // newWorker makes client id's worker and connects its session.
 func newWorker(ctx context.Context, ss target.Sessions, p *program, id int) (*Worker, error) {
-	w := &Worker{p: p, id: id, vars: NewVars(p.scope), stats: make([]stmtStats, len(p.stmts))}
-	w.env = Env{Vars: w.vars, Rand: p.clients[id]}
+	w := &Worker{p: p, id: id, vars: NewVars(p.scope), stats: make([]stmtStats, len(p.info))}
+	w.env = Env{Vars: w.vars, Rand: p.clients[id], Debug: p.stderr}
 	w.choose.Seed(p.seed ^ (uint64(id)+1)*0x9e3779b97f4a7c15)
 	for _, d := range p.defines {
 		i, _ := p.scope.Lookup(d.Name)
@@ -134,6 +137,7 @@ func (w *Worker) begin(ctx context.Context) (step.Outcome, bool, error) {
 	w.timed, w.failed, w.flight = w.timed[:0], w.failed[:0], w.flight[:0]
 	w.now = 0
 	w.cur = w.pick()
+	w.env.Script = w.cur
 	w.out = step.Outcome{Op: w.p.ops[w.cur], Attempts: 1}
 	if !w.sess.Ready(ctx, &w.out) {
 		return w.out, false, nil
@@ -223,7 +227,13 @@ func (w *Worker) received(ctx context.Context) (step.Outcome, bool, error) {
 		si := w.p.stmt[w.cur][ci]
 		w.timed = append(w.timed, timedStmt{si: si, d: d})
 		if c.Store != StoreNone {
-			if err := w.store(c, si, k); err != nil {
+			var err error
+			if c.Compound {
+				err = w.storeQuery(c)
+			} else {
+				err = w.store(c, si, k)
+			}
+			if err != nil {
 				return w.out, false, w.scriptErr(c, err)
 			}
 		}
@@ -245,11 +255,64 @@ func (w *Worker) store(c *Command, si, k int) error {
 	row := w.sess.Row(k)
 	// As pgbench: the text of each column (a NULL is the empty string).
 	for col, slot := range w.p.storeSlots[si] {
-		if col < len(row) {
+		switch {
+		case col >= len(row) || slot == noSlot:
+		case slot == badName:
+			return badColumn(c, w.p.storeNames[si][col])
+		default:
 			w.vars.SetText(slot, string(row[col]))
 		}
 	}
 	return nil
+}
+
+// storeQuery stores the results of a compound command as pgbench does:
+// \gset the last statement's one row, \aset the last row of every
+// statement that has rows.
+func (w *Worker) storeQuery(c *Command) error {
+	n := w.sess.Results()
+	for k := range n {
+		rows := w.sess.Rows(k)
+		if c.Store == StoreGset {
+			if k < n-1 {
+				continue
+			}
+			if rows != 1 {
+				return fmt.Errorf("\\gset expected one row, got %d (from the last statement)", rows)
+			}
+		}
+		if rows == 0 {
+			continue
+		}
+		names, row := w.sess.Fields(k), w.sess.Row(k)
+		for col, name := range names {
+			slot := w.p.slotOf(c.Prefix + name)
+			switch {
+			case col >= len(row) || slot == noSlot:
+			case slot == badName:
+				return badColumn(c, c.Prefix+name)
+			default:
+				w.vars.SetText(slot, string(row[col]))
+			}
+		}
+	}
+	return nil
+}
+
+// badColumn is a stored column whose name is not a variable's.
+func badColumn(c *Command, name string) error {
+	meta := "\\gset"
+	if c.Store == StoreAset {
+		meta = "\\aset"
+	}
+	return hinted{fmt.Errorf("%s cannot store the column %q: it is not a variable name", meta, name),
+		"name the column with AS, letters, digits and underscores, e.g. SELECT 1 AS one " + meta}
+}
+
+// hinted is a script error with its own fix.
+type hinted struct {
+	error
+	hint string
 }
 
 // run interprets commands from pc until a round trip is sent (pending) or
@@ -261,15 +324,21 @@ func (w *Worker) run(ctx context.Context) (step.Outcome, bool, error) {
 		c := &cmds[w.pc]
 		switch c.Kind {
 		case CmdSQL:
-			if err := w.queue(c, w.p.stmt[w.cur][w.pc]); err != nil {
-				return w.out, false, w.scriptErr(c, err)
+			if c.Compound {
+				// Its own round trip (never in a pipeline).
+				w.query = w.compoundText(w.query[:0], c)
+				w.flight = append(w.flight, w.pc)
+				w.pc++
+				return w.send(ctx, true)
 			}
+			w.queue(c, w.p.prep[w.p.stmt[w.cur][w.pc]])
 			w.flight = append(w.flight, w.pc)
 			w.pc++
 			if !w.pipe {
-				return w.send(ctx)
+				return w.send(ctx, false)
 			}
 		case CmdSet:
+			w.env.Command = w.pc + 1
 			v, err := c.Expr.Eval(&w.env)
 			if err != nil {
 				return w.out, false, w.scriptErr(c, err)
@@ -294,7 +363,7 @@ func (w *Worker) run(ctx context.Context) (step.Outcome, bool, error) {
 			w.pipe = w.pipe && c.Kind == CmdSyncPipeline
 			w.pc++
 			if len(w.flight) > 0 {
-				return w.send(ctx)
+				return w.send(ctx, false)
 			}
 		case CmdSleep, CmdShell, CmdSetShell:
 			w.now = 0
@@ -320,13 +389,16 @@ func (w *Worker) run(ctx context.Context) (step.Outcome, bool, error) {
 		return w.out, false, errs.Usage("end the pipeline with \\endpipeline on every path through the script",
 			"script %s, client %d: the script ended with a pipeline open", s.Name, w.id)
 	}
-	if w.sess.InTx() {
-		return w.out, false, errs.Usage("end every transaction the script begins (COMMIT or END) before its last command",
-			"script %s, client %d: the script ended inside a transaction block", s.Name, w.id)
-	}
 	w.out.Class = step.ClassOK
 	if w.out.Attempts > 1 {
 		w.out.Class = step.ClassRetriedOK
+	}
+	if w.sess.InTx() {
+		// pgbench counts the transaction (the script ran to its end),
+		// then aborts the client; its open block is rolled back when the
+		// connection closes.
+		return w.out, false, &step.Aborted{Err: errs.Usage("end every transaction the script begins (COMMIT or END) before its last command",
+			"script %s, client %d: the script ended inside a transaction block (its work is rolled back; the transaction is counted, as pgbench counts it)", s.Name, w.id)}
 	}
 	return w.out, false, nil
 }
@@ -340,6 +412,7 @@ func (w *Worker) branch(cmds []Command, i int) (int, error) {
 		if c.Kind == CmdElse || c.Kind == CmdEndif {
 			return i + 1, nil
 		}
+		w.env.Command = i + 1
 		v, err := c.Expr.Eval(&w.env)
 		if err != nil {
 			return i, err
@@ -352,27 +425,64 @@ func (w *Worker) branch(cmds []Command, i int) (int, error) {
 	}
 }
 
-// queue binds the statement's variables and adds it to the round trip.
-func (w *Worker) queue(c *Command, si int) error {
+// queue binds the statement's variables and adds session statement i to
+// the round trip. A variable that nothing set is sent as NULL, as pgbench
+// sends it in its prepared and extended modes.
+func (w *Worker) queue(c *Command, i int) {
 	for _, slot := range c.Params {
-		var err error
-		if w.buf, err = w.vars.AppendText(w.buf[:0], slot); err != nil {
-			return err
+		if !w.vars.IsSet(slot) {
+			w.sess.SetNull(slot)
+			w.notedNull(c, slot)
+			continue
 		}
+		w.buf, _ = w.vars.AppendText(w.buf[:0], slot)
 		w.sess.SetText(slot, w.buf)
 	}
-	w.sess.Queue(si)
-	return nil
+	w.sess.Queue(i)
 }
 
-// send sends the round trip.
-func (w *Worker) send(ctx context.Context) (step.Outcome, bool, error) {
+// notedNull says once a run, on stderr, that a statement sent a variable
+// that nothing set as NULL: a \gset or \aset found no row, or the name
+// is misspelt.
+func (w *Worker) notedNull(c *Command, slot int) {
+	if w.p.stderr == nil || w.p.nulled[slot].Swap(true) {
+		return
+	}
+	fmt.Fprintf(w.p.stderr, "note: %s:%d: :%s was not set (a \\gset or \\aset that found no row?), so it was sent as NULL, as pgbench sends it; said once a run\n",
+		w.p.scripts[w.cur].Name, c.Line, w.p.scope.Name(slot))
+}
+
+// compoundText appends a compound command's text to b, each variable's
+// value written in as text, as pgbench's simple query mode does; a
+// variable that nothing set stays :name (the server then says where).
+func (w *Worker) compoundText(b []byte, c *Command) []byte {
+	b = append(b, c.Pieces[0]...)
+	for k, slot := range c.VarSlots {
+		if w.vars.IsSet(slot) {
+			b, _ = w.vars.AppendText(b, slot)
+		} else {
+			b = append(append(b, ':'), c.VarNames[k]...)
+		}
+		b = append(b, c.Pieces[k+1]...)
+	}
+	return b
+}
+
+// send sends the round trip: the queued statements, or with query the
+// compound command's text.
+func (w *Worker) send(ctx context.Context, query bool) (step.Outcome, bool, error) {
 	w.sent = w.now
 	if w.sent == 0 {
 		w.sent = clock()
 	}
 	w.now = 0
-	if err := w.sess.Send(); err != nil {
+	var err error
+	if query {
+		err = w.sess.SendQuery(w.query)
+	} else {
+		err = w.sess.Send()
+	}
+	if err != nil {
 		return w.fail(ctx, err)
 	}
 	return w.out, true, nil
@@ -384,14 +494,15 @@ func (w *Worker) send(ctx context.Context) (step.Outcome, bool, error) {
 // trip; a BEGIN in it opens one).
 func (w *Worker) inCommit(inTx bool) bool {
 	for _, ci := range w.flight {
-		si := w.p.stmt[w.cur][ci]
-		switch {
-		case w.p.commits[si]:
-			return true
-		case w.p.begins[si]:
-			inTx = true
-		case !inTx && w.p.writes[si]:
-			return true
+		for _, k := range w.p.kinds[w.p.stmt[w.cur][ci]] {
+			switch {
+			case k == kindCommit:
+				return true
+			case k == kindBegin:
+				inTx = true
+			case !inTx && k == kindWrite:
+				return true
+			}
 		}
 	}
 	return false
@@ -433,8 +544,11 @@ func (w *Worker) fail(ctx context.Context, err error) (step.Outcome, bool, error
 // \gset, a shell command): the run stops, naming the command.
 func (w *Worker) scriptErr(c *Command, err error) error {
 	s := w.p.scripts[w.cur]
-	return errs.Usage("fix the script (docs/scripts.md describes what pgbench's scripts may do)",
-		"%s:%d: %s: %v (client %d)", s.Name, c.Line, oneLine(c.Text, 80), err, w.id)
+	hint := "fix the script (docs/scripts.md describes what pgbench's scripts may do)"
+	if h, ok := err.(hinted); ok {
+		hint = h.hint
+	}
+	return errs.Usage(hint, "%s:%d: %s: %v (client %d)", s.Name, c.Line, oneLine(c.Text, 80), err, w.id)
 }
 
 func oneLine(s string, n int) string {
@@ -477,12 +591,9 @@ func (w *Worker) sleep(ctx context.Context, c *Command) error {
 func (w *Worker) shell(ctx context.Context, c *Command) error {
 	args := make([]string, len(c.Args))
 	for i, a := range c.Args {
-		switch {
-		case strings.HasPrefix(a, "::"):
-			args[i] = a[1:]
-		case strings.HasPrefix(a, ":"):
-			slot, ok := w.p.scope.Lookup(a[1:])
-			if !ok || !w.vars.IsSet(slot) {
+		switch slot := c.ArgSlots[i]; {
+		case slot >= 0:
+			if !w.vars.IsSet(slot) {
 				return fmt.Errorf("undefined variable %q", a[1:])
 			}
 			v, err := w.vars.Text(slot)
@@ -490,21 +601,43 @@ func (w *Worker) shell(ctx context.Context, c *Command) error {
 				return err
 			}
 			args[i] = v
+		case strings.HasPrefix(a, "::"):
+			args[i] = a[1:]
 		default:
 			args[i] = a
 		}
 	}
-	// As pgbench: the words, joined, are a command line of the shell.
+	// As pgbench: the words, joined, are a command line of the shell,
+	// whose output goes where tunebench's goes (\setshell's standard
+	// output is the value). The command is done when the shell ends, as
+	// pgbench's system() and pclose() wait for it: a child it leaves in
+	// the background may go on writing.
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", strings.Join(args, " "))
+	var err error
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	if cmd.Stderr, err = passThrough(w.p.stderr, &closers); err != nil {
+		return err
+	}
 	if c.Kind == CmdShell {
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
+		if cmd.Stdout, err = passThrough(w.p.stdout, &closers); err != nil {
+			return err
+		}
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("the command failed: %v", err)
 		}
 		return nil
 	}
+	// The output up to the shell's end (a background child holding it
+	// open is not waited for).
+	cmd.WaitDelay = 100 * time.Millisecond
 	out, err := cmd.Output()
-	if err != nil {
-		return err
+	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		return fmt.Errorf("the command failed: %v", err)
 	}
 	// The first line of the output is the value.
 	line, _, _ := strings.Cut(string(out), "\n")
@@ -514,4 +647,28 @@ func (w *Worker) shell(ctx context.Context, c *Command) error {
 	}
 	w.vars.SetValue(c.Var, Int(v))
 	return nil
+}
+
+// passThrough is what a shell command writes to for dst: dst itself when
+// it is a file (the child writes to it directly), nothing (the null
+// device) for none, else a pipe copied to dst until the last writer
+// closes it, so that the command ends when the shell ends. The closers
+// run once the command has started or failed to.
+func passThrough(dst io.Writer, closers *[]func()) (io.Writer, error) {
+	switch f := dst.(type) {
+	case nil:
+		return nil, nil
+	case *os.File:
+		return f, nil
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("a pipe for the command's output: %v", err)
+	}
+	go func() {
+		_, _ = io.Copy(dst, r)
+		r.Close()
+	}()
+	*closers = append(*closers, func() { wr.Close() })
+	return wr, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -65,10 +66,7 @@ func (d *scriptDB) int(t *testing.T, sql string) int64 {
 // without it).
 func (d *scriptDB) pgbench(t *testing.T, args ...string) {
 	t.Helper()
-	bin := d.srv.Binaries().Path("pgbench")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("pgbench not found next to the server (%s)", bin)
-	}
+	bin := testutil.Pgbench(t, d.srv.Binaries())
 	cmd := exec.Command(bin, append(args, d.name)...)
 	cmd.Env = append(os.Environ(), d.srv.Env()...)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -490,5 +488,64 @@ func TestStepAllocations(t *testing.T) {
 		if allocs > 0.5 {
 			t.Errorf("%s: %.1f allocations per transaction, want 0", name, allocs)
 		}
+	}
+}
+
+// lockedBuf is a buffer for output written from several goroutines.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestShellOutputAndStoredVariables: a variable that only a \gset sets
+// can be a \shell word; \shell's output goes to the run's stdout and
+// stderr; a command that leaves a child in the background holding its
+// output ends when its shell ends, as pgbench's system() and popen()
+// do; and a statement sends a variable that nothing set as NULL, saying
+// so once on stderr.
+func TestShellOutputAndStoredVariables(t *testing.T) {
+	t.Parallel()
+	d := newScriptDB(t)
+	d.exec(t, "CREATE TABLE got (y bigint, z int)")
+	files := writeFiles(t, `SELECT 40 + 2 AS x \gset
+SELECT 1 AS never WHERE false \aset
+\shell echo got :x ; echo on-stderr 1>&2
+\shell sleep 3 &
+\setshell y echo :x ; sleep 3 &
+INSERT INTO got VALUES (:y, :never);
+`)
+	p, err := loadProgram([]FileSpec{{files[0], 1}}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut lockedBuf
+	p.stdout, p.stderr = &out, &errOut
+	p.start(1, 3, 1, 1)
+	p.measuring.Store(true)
+	start := time.Now()
+	stepAll(t, d.workers(t, p), 2)
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("two transactions took %v: the commands waited for their background children", el)
+	}
+	if n := d.int(t, "SELECT count(*) FROM got WHERE y = 42 AND z IS NULL"); n != 2 {
+		t.Errorf("%d rows with y = 42 and a NULL z, want 2", n)
+	}
+	if strings.Count(out.String(), "got 42\n") != 2 || strings.Count(errOut.String(), "on-stderr\n") != 2 {
+		t.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
+	}
+	if n := strings.Count(errOut.String(), ":never was not set"); n != 1 {
+		t.Errorf("the NULL noted %d times, want once:\n%s", n, errOut.String())
 	}
 }

@@ -64,7 +64,7 @@ func scriptTxOptions() option.Set {
 	set := workload.TxOptions()
 	for name, doc := range map[string]string{
 		"threads":      "driver threads serving the clients, as pgbench -j (0 = one per core, at most one per client); scripts with \\sleep or \\shell get a thread per client",
-		"transactions": "transactions (script runs) per client, instead of a duration",
+		"transactions": "transactions (script runs) per client, instead of a duration; with a rate, the schedule's clients x this many starts, each run or skipped (pgbench -t with -R)",
 		"seed":         "random seed, as pgbench --random-seed (0 = from the clock; stored with the run)",
 	} {
 		if o, ok := set.Lookup(name); ok {
@@ -216,18 +216,23 @@ meta-commands \set (pgbench's expression language and random functions), \sleep,
 \if/\elif/\else/\endif, \gset/\aset, \startpipeline/\syncpipeline/\endpipeline, and
 with --allow-shell \shell/\setshell. Each transaction runs one script, picked by the
 weights (FILE@WEIGHT), as pgbench does. Every SQL command is prepared once per
-connection and sent with the variables as parameters (pgbench -M prepared).
+connection and sent with the variables as parameters (pgbench -M prepared); a
+compound command (statements joined with \;) goes as one string with the variables
+written in (pgbench's default simple protocol). debug() values go to stderr and
+\shell output passes through, as pgbench prints them.
 
 The variables :scale, :client_id, :random_seed and :default_seed are set as pgbench
 sets them; the same --seed (pgbench's --random-seed) draws the same values. :scale
 is --scale, or -D scale=N, or else the rows of pgbench_branches (1 without it).
 
 Closed loop by default; --rate R runs the open loop (Poisson schedule, latency from
-the scheduled start, --latency-limit). The result has the whole run's figures, each
+the scheduled start, --latency-limit), for a duration or, with -t, until each client's
+count of transactions has run or been skipped. The result has the whole run's figures, each
 script's (transactions, latency percentiles, errors) and each statement's (count,
 latency percentiles from send to reply, errors by SQLSTATE). A script error (an
 expression that fails, an undefined variable, a \gset without its one row) stops the
-run naming the file, the line and the command. Exit code 4 when errors exceed
+run naming the file, the line and the command (exit code 2; the run is stored with
+status failed). Exit code 4 when errors exceed
 --max-errors-pct, 130 when interrupted.`,
 		Example: `  tunebench run script --server-dir ./pg -f examples/scripts/tpcb-like.sql -c 8 -T 1m
   tunebench run script --server-dir ./pg -f reads.sql@9 -f writes.sql@1 -D skew=1.2 -R 500`,
@@ -293,6 +298,7 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 	if err != nil {
 		return nil, err
 	}
+	prog.stdout, prog.stderr = env.Stdout, env.Stderr
 	r := &scriptRun{t: t, ss: t, exec: x, prog: prog}
 	r.p = params{AllowShell: o.Bool("allow_shell"), TxParams: workload.TxParamsOf(x, o, env.Seed)}
 	for i, f := range files {
@@ -376,8 +382,19 @@ func (r *scriptRun) Describe() string {
 	if r.p.ScaleFrom == "define" {
 		scale = "scale from -D"
 	}
-	return fmt.Sprintf("script %s (prepared, max tries %d): %s, %d clients on %d threads, %s, %s, %s",
-		strings.Join(parts, " "), r.p.MaxTries, scale, r.p.Clients, threads, length, mode, r.t.Describe())
+	return fmt.Sprintf("script %s (%s, max tries %d): %s, %d clients on %d threads, %s, %s, %s",
+		strings.Join(parts, " "), r.protocol(), r.p.MaxTries, scale, r.p.Clients, threads, length, mode, r.t.Describe())
+}
+
+// protocol is how the statements go: prepared, and compound commands by
+// the simple query protocol.
+func (r *scriptRun) protocol() string {
+	for _, i := range r.prog.prep {
+		if i < 0 {
+			return "prepared+simple"
+		}
+	}
+	return "prepared"
 }
 
 // Variant is the scripts and their weights.
@@ -422,12 +439,7 @@ func (r *scriptRun) follow() bool {
 	case "off":
 		return false
 	}
-	for _, st := range r.prog.stmts {
-		if !selectRe.MatchString(st.SQL) {
-			return false
-		}
-	}
-	return true
+	return r.prog.selects
 }
 
 // runThreads is the thread count for --threads n (0: one per core, at most
@@ -452,7 +464,7 @@ func (r *scriptRun) NewWorker(ctx context.Context, id int) (workload.Worker, err
 
 // After gathers the per-script and per-statement results.
 func (r *scriptRun) After(_ context.Context, res *run.Result, sum *results.Summary) (*workload.Verdict, error) {
-	sum.Script, sum.Scale, sum.Protocol = r.Variant(), int(r.p.Scale), "prepared"
+	sum.Script, sum.Scale, sum.Protocol = r.Variant(), int(r.p.Scale), r.protocol()
 	secs := 0.0
 	if sum.Measured != nil {
 		secs = sum.DurationS

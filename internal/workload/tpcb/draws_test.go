@@ -22,10 +22,7 @@ import (
 func TestDrawsAsPgbenchBuiltin(t *testing.T) {
 	t.Parallel()
 	srv := pg.Server(t)
-	bin := srv.Binaries().Path("pgbench")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("pgbench not found next to the server (%s)", bin)
-	}
+	bin := testutil.Pgbench(t, srv.Binaries())
 	db := testutil.CreateDB(t, srv)
 	conn := testutil.ConnectDB(t, srv, db)
 	connect := func(ctx context.Context) (*pgx.Conn, error) { return srv.ConnectDB(ctx, db) }
