@@ -8,6 +8,8 @@
 #   tpcb tpcb-like     run tpcb -b tpcb-like
 #   tpcc procs         run tpcc --mode procs    (WAREHOUSES, VUSERS)
 #   tpcc sql           run tpcc --mode sql
+#   file-select-only   run script -f examples/scripts/select-only.sql (as tpcb)
+#   file-tpcb-like     run script -f examples/scripts/tpcb-like.sql
 #
 # It prints each run, then per case the medians of each binary's throughput
 # (tps, or NOPM for tpcc) and driver CPU per 1,000 transactions, and the
@@ -16,7 +18,8 @@
 # Settings (environment): OLD (required: the other binary), NEW (default:
 # bin/tunebench, built), SCALE (10) CLIENTS (4) JOBS (cores, at most CLIENTS)
 # WAREHOUSES (4) VUSERS (4) DURATION seconds (30) RAMPUP seconds for tpcc
-# (5) RUNS (5) CASES (all: select-only,tpcb-like,procs,sql). The server and
+# (5) RUNS (5) CASES (default: select-only,tpcb-like,procs,sql; the file-*
+# cases on request). The server and
 # its data are removed on exit, whatever happens. Every run (and warm-up)
 # starts on a fresh copy of the loaded database.
 set -euo pipefail
@@ -73,10 +76,14 @@ def cmd(tb, case):
     common = ["--server-dir", srv, "-P", "0", "--no-check", "--no-samplers", "--results", store, "--json", summary]
     if case in ("select-only", "tpcb-like"):
         return [tb, "run", "tpcb", "-d", "tpcb", "-b", case, "-c", env["CLIENTS"], "-j", env["JOBS"], "-T", dur + "s"] + common
+    if case.startswith("file-"):
+        common.remove("--no-check")  # run script has no checks
+        return [tb, "run", "script", "-d", "tpcb", "-f", os.path.join("examples", "scripts", case[len("file-"):] + ".sql"),
+                "-c", env["CLIENTS"], "-j", env["JOBS"], "-T", dur + "s"] + common
     return [tb, "run", "tpcc", "-d", "tpcc", "--mode", case, "-u", env["VUSERS"], "-T", dur + "s", "--rampup", env["RAMPUP"] + "s"] + common
 
 def fresh(case):
-    db = "tpcb" if case in ("select-only", "tpcb-like") else "tpcc"
+    db = "tpcb" if case in ("select-only", "tpcb-like") or case.startswith("file-") else "tpcc"
     subprocess.run(["psql", "-q", "-X", "-v", "ON_ERROR_STOP=1", "-d", "postgres", "-c", "set client_min_messages = warning",
                     "-c", "drop database if exists %s" % db,
                     "-c", "create database %s template %s_ab_template strategy file_copy" % (db, db),

@@ -98,23 +98,8 @@ func (r *Replies) UntilReady(pc *pgconn.PgConn) error { return r.Collect(pc, nil
 // one per statement of the round trip in the order sent (statements past
 // len(res) are not recorded). The entries are reset first.
 func (r *Replies) Collect(pc *pgconn.PgConn, res []Result) error {
-	_, err := r.collect(pc, res, nil)
-	return err
-}
-
-// CollectAll is Collect for a round trip whose number of statements is not
-// known before the replies come (a simple query of several statements): it
-// records every statement's result, growing *res as needed, and returns
-// how many there were.
-func (r *Replies) CollectAll(pc *pgconn.PgConn, res *[]Result) (int, error) {
-	return r.collect(pc, *res, res)
-}
-
-// collect reads the replies into res; with grow, *grow is res, extended
-// for statements past its end.
-func (r *Replies) collect(pc *pgconn.PgConn, res []Result, grow *[]Result) (int, error) {
 	for i := range res {
-		res[i] = Result{Row: res[i].Row[:0], Desc: res[i].Desc[:0]}
+		res[i] = Result{Row: res[i].Row[:0]}
 	}
 	k := 0 // the statement whose replies are being read
 	c := pc.Conn()
@@ -122,85 +107,137 @@ func (r *Replies) collect(pc *pgconn.PgConn, res []Result, grow *[]Result) (int,
 	for {
 		typ, body, err := r.next(c)
 		if err != nil {
-			// The connection is unusable after a failed read or a bad
-			// message (pgconn closes it too). An error the server
-			// reported before going away (e.g. FATAL: terminating
-			// connection) says more than the end of the stream.
-			_ = pc.Close(context.Background())
-			if first != nil && !errors.Is(err, ErrProtocol) {
-				return k, first
-			}
-			return k, err
+			return r.lost(pc, err, first)
 		}
 		switch typ {
-		case 'Z': // ReadyForQuery
-			if len(body) > 0 {
-				r.tx = body[0]
-			}
-			return k, first
-		case 'E': // ErrorResponse
-			var m pgproto3.ErrorResponse
-			if err := m.Decode(body); err != nil {
-				_ = pc.Close(context.Background())
-				return k, fmt.Errorf("%w: bad error response: %v", ErrProtocol, err)
-			}
-			pe := pgconn.ErrorResponseToPgError(&m)
-			if pe.Severity == "FATAL" || pe.Severity == "PANIC" {
-				// The server closes the connection after it.
-				_ = pc.Close(context.Background())
-				return k, pe
-			}
-			if first == nil {
-				first = pe
-			}
 		case 'D': // DataRow
-			if grow != nil && k >= len(res) {
-				res = extend(res, k, grow)
-			}
 			if k < len(res) {
-				x := &res[k]
-				x.Rows++
-				if x.Rows == 1 {
-					firstInts(body, &x.V)
-				}
-				if r.KeepRow {
-					x.Row = append(x.Row[:0], body...)
-				}
-			}
-		case 'T': // RowDescription (a simple query's statement)
-			if grow != nil && k >= len(res) {
-				res = extend(res, k, grow)
-			}
-			if k < len(res) && r.KeepRow {
-				res[k].Desc = append(res[k].Desc[:0], body...)
+				r.row(&res[k], body)
 			}
 		case 'C', 'I': // CommandComplete, EmptyQueryResponse: the statement ended
-			if grow != nil && k >= len(res) {
-				res = extend(res, k, grow) // a statement without rows has its result too
-			}
 			k++
-		case '2', // BindComplete
-			'1', // ParseComplete
-			'3', // CloseComplete
-			'n', // NoData
-			's', // PortalSuspended
-			'N', // NoticeResponse
-			'S', // ParameterStatus
-			'A': // NotificationResponse
+		case 'Z': // ReadyForQuery
+			r.ready(body)
+			return first
+		case '2', '1', '3', 'T', 'n', 's', 'N', 'S', 'A': // see ignored
 		default:
-			_ = pc.Close(context.Background())
-			return k, fmt.Errorf("%w: type %q", ErrProtocol, typ)
+			if done, err := r.other(pc, typ, body, &first); done {
+				return err
+			}
 		}
 	}
 }
 
-// extend makes res hold result k, in *grow.
-func extend(res []Result, k int, grow *[]Result) []Result {
-	for len(res) <= k {
-		res = append(res, Result{})
+// CollectAll is Collect for a round trip whose number of statements is not
+// known before the replies come (a simple query of several statements): it
+// records every statement's result, growing *res as needed, with its
+// RowDescription (Result.Desc, with KeepRow), and returns how many there
+// were.
+func (r *Replies) CollectAll(pc *pgconn.PgConn, res *[]Result) (int, error) {
+	all := (*res)[:0]
+	defer func() { *res = all }()
+	// The statement whose replies are being read, made when its first
+	// reply comes.
+	at := func(k int) *Result {
+		if k == len(all) {
+			if k < cap(all) {
+				all = all[:k+1]
+				all[k] = Result{Row: all[k].Row[:0], Desc: all[k].Desc[:0]}
+			} else {
+				all = append(all, Result{})
+			}
+		}
+		return &all[k]
 	}
-	*grow = res
-	return res
+	k := 0
+	c := pc.Conn()
+	var first error
+	for {
+		typ, body, err := r.next(c)
+		if err != nil {
+			return k, r.lost(pc, err, first)
+		}
+		switch typ {
+		case 'D': // DataRow
+			r.row(at(k), body)
+		case 'T': // RowDescription
+			if x := at(k); r.KeepRow {
+				x.Desc = append(x.Desc[:0], body...)
+			}
+		case 'C', 'I': // CommandComplete, EmptyQueryResponse: the statement ended
+			at(k)
+			k++
+		case 'Z': // ReadyForQuery
+			r.ready(body)
+			return k, first
+		case '2', '1', '3', 'n', 's', 'N', 'S', 'A': // see ignored
+		default:
+			if done, err := r.other(pc, typ, body, &first); done {
+				return k, err
+			}
+		}
+	}
+}
+
+// row records a DataRow body in x.
+func (r *Replies) row(x *Result, body []byte) {
+	x.Rows++
+	if x.Rows == 1 {
+		firstInts(body, &x.V)
+	}
+	if r.KeepRow {
+		x.Row = append(x.Row[:0], body...)
+	}
+}
+
+// lost is the error of a read that failed: the connection is unusable
+// after a failed read or a bad message (pgconn closes it too), and an error
+// the server reported before going away (e.g. FATAL: terminating
+// connection) says more than the end of the stream.
+func (r *Replies) lost(pc *pgconn.PgConn, err, first error) error {
+	_ = pc.Close(context.Background())
+	if first != nil && !errors.Is(err, ErrProtocol) {
+		return first
+	}
+	return err
+}
+
+// ready records the transaction status of a ReadyForQuery body.
+func (r *Replies) ready(body []byte) {
+	if len(body) > 0 {
+		r.tx = body[0]
+	}
+}
+
+// other handles an error or an unexpected reply: it reports done, with
+// the error, at a FATAL error and at a message no statement can bring
+// (the connection is then closed), and keeps the first error the server
+// reported in *first otherwise. The replies Collect and CollectAll ignore
+// (ignored) are BindComplete, ParseComplete, CloseComplete,
+// RowDescription (Collect), NoData, PortalSuspended, NoticeResponse,
+// ParameterStatus and NotificationResponse.
+func (r *Replies) other(pc *pgconn.PgConn, typ byte, body []byte, first *error) (bool, error) {
+	switch typ {
+	case 'E': // ErrorResponse
+		var m pgproto3.ErrorResponse
+		if err := m.Decode(body); err != nil {
+			_ = pc.Close(context.Background())
+			return true, fmt.Errorf("%w: bad error response: %v", ErrProtocol, err)
+		}
+		pe := pgconn.ErrorResponseToPgError(&m)
+		if pe.Severity == "FATAL" || pe.Severity == "PANIC" {
+			// The server closes the connection after it.
+			_ = pc.Close(context.Background())
+			return true, pe
+		}
+		if *first == nil {
+			*first = pe
+		}
+	default:
+		_ = pc.Close(context.Background())
+		return true, fmt.Errorf("%w: type %q", ErrProtocol, typ)
+	}
+	return false, nil
 }
 
 // FieldNames appends the column names of a RowDescription body (Result.Desc)
