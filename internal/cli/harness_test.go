@@ -5,7 +5,6 @@ package cli_test
 // environment, a channel for signals) against managed PostgreSQL servers.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -122,24 +121,9 @@ func (sp *spawned) kill() {
 	<-sp.done
 }
 
-// syncBuf is a bytes.Buffer safe for the concurrent writers of a run
-// (progress ticks, error log, the interrupt handler).
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuf is a buffer safe for the concurrent writers of a run (progress
+// ticks, error log, the interrupt handler).
+type syncBuf = testutil.Buffer
 
 // harness runs commands for one test and keeps everything they printed.
 type harness struct {

@@ -491,24 +491,6 @@ func TestStepAllocations(t *testing.T) {
 	}
 }
 
-// lockedBuf is a buffer for output written from several goroutines.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestShellOutputAndStoredVariables: a variable that only a \gset sets
 // can be a \shell word; \shell's output goes to the run's stdout and
 // stderr; a command that leaves a child in the background holding its
@@ -530,7 +512,7 @@ INSERT INTO got VALUES (:y, :never);
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut lockedBuf
+	var out, errOut testutil.Buffer
 	p.stdout, p.stderr = &out, &errOut
 	p.start(1, 3, 1, 1)
 	p.measuring.Store(true)
