@@ -218,3 +218,41 @@ func TestNoWorkloadNameSwitch(t *testing.T) {
 	}
 	_ = found
 }
+
+// TestMachineFactsInOneRoom: this machine's mount table, free space and
+// processes' stat files are read by internal/machine only (issue 34: they
+// were read by hand in seven places, one of which missed mounts under a
+// path with a space), and pgpass files by jackc/pgpassfile.
+func TestMachineFactsInOneRoom(t *testing.T) {
+	for dir, p := range packages(t) {
+		if dir == "internal/machine" {
+			continue
+		}
+		for _, f := range p.files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.BasicLit:
+					if x.Kind != token.STRING {
+						return true
+					}
+					s, _ := strconv.Unquote(x.Value)
+					if strings.Contains(s, "mountinfo") && strings.HasPrefix(s, "/proc/") {
+						t.Errorf("%s: %s reads the mount table: use internal/machine (Mounts, MountFor, IsMountPoint)", dir, p.fset.Position(x.Pos()))
+					}
+				case *ast.SelectorExpr:
+					if x.Sel.Name == "Statfs" {
+						t.Errorf("%s: %s calls Statfs: use machine.FreeBytes", dir, p.fset.Position(x.Pos()))
+					}
+				}
+				return true
+			})
+		}
+		for _, f := range p.files {
+			for _, im := range f.Imports {
+				if v, _ := strconv.Unquote(im.Path.Value); v == "github.com/moby/sys/mountinfo" {
+					t.Errorf("%s imports moby/sys/mountinfo: internal/machine reads the mount table", dir)
+				}
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/tunebench/tunebench/internal/step"
 )
 

@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/tunebench/tunebench/internal/machine"
+
 	"errors"
 	"fmt"
 	"sort"
@@ -54,7 +56,7 @@ func SpaceAt(dir string) Space {
 	if fs, err := envinfo.FSInfo(dir); err == nil {
 		sp.Mount = fs.MountPoint
 	}
-	sp.Free, sp.Known = FreeBytes(dir)
+	sp.Free, sp.Known = machine.FreeBytes(dir)
 	return sp
 }
 

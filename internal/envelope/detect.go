@@ -1,8 +1,8 @@
 package envelope
 
 import (
-	"bufio"
-	"bytes"
+	"github.com/tunebench/tunebench/internal/machine"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,23 +37,15 @@ type system struct {
 var v1Controllers = []string{"blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "hugetlb",
 	"memory", "misc", "net_cls", "net_prio", "perf_event", "pids", "rdma"}
 
-// readSystem reads the hierarchies this process sees. writable decides
-// whether a mount point may be written (access(2) W_OK in production).
-func readSystem(mountinfo, selfCgroup []byte, readFile func(string) ([]byte, error), writable func(string) bool) *system {
+// readSystem reads the hierarchies this process sees from its mount table.
+// writable decides whether a mount point may be written (access(2) W_OK in
+// production).
+func readSystem(mounts []machine.Mount, selfCgroup []byte, readFile func(string) ([]byte, error), writable func(string) bool) *system {
 	sys := &system{v1: map[string]*hierarchy{}}
 	self := parseSelfCgroup(selfCgroup)
-	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 6 || len(g) < 3 {
-			continue
-		}
-		fstype, mount, root := g[0], unescapeMount(f[4]), f[3]
-		readOnly := slices.Contains(strings.Split(f[5], ","), "ro")
+	for _, m := range mounts {
+		fstype, mount, root := m.FSType, m.MountPoint, m.Root
+		readOnly := slices.Contains(strings.Split(m.Options, ","), "ro")
 		switch fstype {
 		case "cgroup2":
 			if sys.v2 != nil && root != "/" {
@@ -67,7 +59,7 @@ func readSystem(mountinfo, selfCgroup []byte, readFile func(string) ([]byte, err
 			sys.v2 = h
 		case "cgroup":
 			var ctrls []string
-			for o := range strings.SplitSeq(g[2], ",") {
+			for o := range strings.SplitSeq(m.SuperOptions, ",") {
 				if slices.Contains(v1Controllers, o) {
 					ctrls = append(ctrls, o)
 				}
@@ -106,25 +98,6 @@ func parseSelfCgroup(b []byte) map[string]string {
 		out[strings.Join(c, ",")] = parts[2]
 	}
 	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 is a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // Controller names an envelope needs: required ones for its limits, and
@@ -248,12 +221,12 @@ func (s *system) controllersFor(e *Envelope, v int) []string {
 
 // currentSystem reads this process's view of the cgroup hierarchies.
 func currentSystem() (*system, error) {
-	mi, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := machine.Mounts()
 	if err != nil {
 		return nil, errs.Wrap(errs.KindEnvironment, err, "envelopes need Linux with /proc mounted", "cannot read the mount table")
 	}
 	self, _ := os.ReadFile("/proc/self/cgroup")
-	return readSystem(mi, self, os.ReadFile, writable), nil
+	return readSystem(mounts, self, os.ReadFile, writable), nil
 }
 
 // Probe says which cgroup version Create would use for e on this machine

@@ -1,6 +1,8 @@
 package envelope
 
 import (
+	"github.com/tunebench/tunebench/internal/machine"
+
 	"encoding/json"
 	"errors"
 	"os"
@@ -185,7 +187,7 @@ func fakeRead(files map[string]string) func(string) ([]byte, error) {
 func all(string) bool { return true }
 
 func TestChooseHybrid(t *testing.T) {
-	sys := readSystem([]byte(hybridMountinfo), []byte(hybridSelf), fakeRead(map[string]string{"/sys/fs/cgroup/unified/cgroup.controllers": "\n"}), all)
+	sys := readSystem(mounts(t, hybridMountinfo), []byte(hybridSelf), fakeRead(map[string]string{"/sys/fs/cgroup/unified/cgroup.controllers": "\n"}), all)
 	if sys.v2 == nil || sys.v2.mount != "/sys/fs/cgroup/unified" || len(sys.v2.controllers) != 0 {
 		t.Fatalf("v2: %+v", sys.v2)
 	}
@@ -215,7 +217,7 @@ func TestChooseHybrid(t *testing.T) {
 
 func TestChoosePureV2(t *testing.T) {
 	mi := "30 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
-	sys := readSystem([]byte(mi), []byte("0::/user.slice/session-1.scope\n"),
+	sys := readSystem(mounts(t, mi), []byte("0::/user.slice/session-1.scope\n"),
 		fakeRead(map[string]string{"/sys/fs/cgroup/cgroup.controllers": "cpuset cpu io memory pids\n"}), all)
 	e := &Envelope{Name: "e", Memory: 1 << 30, Cores: 1, IO: []IOLimit{{Device: "/dev/vda", ReadIOPS: 1}}}
 	if v, err := sys.choose(e); v != 2 || err != nil {
@@ -233,7 +235,7 @@ func TestChoosePureV2(t *testing.T) {
 func TestChooseNothing(t *testing.T) {
 	mi := strings.ReplaceAll(hybridMountinfo, "38 31 0:34 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n", "")
 	mi = strings.Replace(mi, "/sys/fs/cgroup/memory rw,relatime", "/sys/fs/cgroup/memory ro,relatime", 1)
-	sys := readSystem([]byte(mi), nil, fakeRead(nil), func(p string) bool { return p != "/sys/fs/cgroup/cpu" })
+	sys := readSystem(mounts(t, mi), nil, fakeRead(nil), func(p string) bool { return p != "/sys/fs/cgroup/cpu" })
 	_, err := sys.choose(&Envelope{Name: "hdd", Memory: 1 << 30, CPUs: 1, IO: []IOLimit{{Device: "/dev/vda", ReadIOPS: 1}}})
 	if err == nil {
 		t.Fatal("no error")
@@ -259,7 +261,7 @@ func TestCoMountedAndEscapes(t *testing.T) {
 	mi := `34 31 0:30 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct
 35 31 0:31 / /mnt/my\040cgroups rw - cgroup cgroup rw,memory
 `
-	sys := readSystem([]byte(mi), []byte("2:cpuacct,cpu:/a\n"), fakeRead(nil), all)
+	sys := readSystem(mounts(t, mi), []byte("2:cpuacct,cpu:/a\n"), fakeRead(nil), all)
 	if sys.v1["cpu"] != sys.v1["cpuacct"] || sys.v1["cpu"].self != "/a" {
 		t.Errorf("co-mounted: %+v %+v", sys.v1["cpu"], sys.v1["cpuacct"])
 	}
@@ -407,4 +409,14 @@ func TestRecordBrief(t *testing.T) {
 	if s := (Record{Name: "z", Cgroup: "v2"}).Brief(); s != "z (cgroup v2): no limits (accounting only)" {
 		t.Errorf("Brief: %s", s)
 	}
+}
+
+// mounts reads a mount table's text.
+func mounts(t *testing.T, text string) []machine.Mount {
+	t.Helper()
+	ms, err := machine.ParseMounts([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
 }

@@ -1,13 +1,11 @@
 package envinfo
 
 import (
-	"bufio"
+	"github.com/tunebench/tunebench/internal/machine"
+
 	"errors"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/redact"
@@ -47,16 +45,11 @@ func FSInfo(path string) (*FS, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.KindEnvironment, err, "", "filesystem of %s", path)
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := machine.Mounts()
 	if err != nil {
 		return nil, errs.Wrap(errs.KindEnvironment, err, "mount information needs Linux /proc", "filesystem of %s", path)
 	}
-	defer f.Close()
-	mounts, err := parseMountInfo(f)
-	if err != nil {
-		return nil, errs.Wrap(errs.KindInternal, err, "", "read /proc/self/mountinfo")
-	}
-	fsys := mountFor(mounts, resolved)
+	fsys := fsFor(mounts, resolved)
 	if fsys == nil {
 		return nil, errs.New(errs.KindEnvironment, "", "filesystem of %s: no mount contains %s", path, resolved)
 	}
@@ -88,112 +81,21 @@ func resolveExisting(abs string) (string, error) {
 	}
 }
 
-// mount is one line of /proc/self/mountinfo.
-type mount struct {
-	device       string // major:minor
-	root         string
-	mountPoint   string
-	options      string
-	fsType       string
-	source       string
-	superOptions string
-}
-
-// parseMountInfo reads /proc/<pid>/mountinfo text (proc(5)):
-//
-//	36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
-//
-// with zero or more optional fields before the "-" separator and octal escapes
-// (\040 for space and so on) in paths.
-func parseMountInfo(r io.Reader) ([]mount, error) {
-	var out []mount
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(f) < 6 || sep < 0 || len(f) < sep+3 {
-			return nil, errors.New("malformed mountinfo line: " + sc.Text())
-		}
-		m := mount{
-			device:     f[2],
-			root:       unescapeMount(f[3]),
-			mountPoint: unescapeMount(f[4]),
-			options:    f[5],
-			fsType:     f[sep+1],
-			source:     unescapeMount(f[sep+2]),
-		}
-		if len(f) > sep+3 {
-			m.superOptions = f[sep+3]
-		}
-		out = append(out, m)
-	}
-	return out, sc.Err()
-}
-
-// unescapeMount undoes the kernel's octal escaping of space, tab, newline
-// and backslash in mountinfo paths.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
-
-// mountFor picks the mount whose mount point is the longest that contains
-// path (an absolute, symlink-free path). Of several mounts on the same point
-// the last one listed is on top and wins.
-func mountFor(mounts []mount, path string) *FS {
-	best := -1
-	for i, m := range mounts {
-		if !underMount(path, m.mountPoint) {
-			continue
-		}
-		if best < 0 || len(m.mountPoint) >= len(mounts[best].mountPoint) {
-			best = i
-		}
-	}
-	if best < 0 {
+// fsFor describes the mount that holds path (absolute, symlinks resolved),
+// nil when none does.
+func fsFor(mounts []machine.Mount, path string) *FS {
+	m := machine.MountFor(mounts, path)
+	if m == nil {
 		return nil
 	}
-	m := mounts[best]
 	return &FS{
 		Path:         path,
-		MountPoint:   m.mountPoint,
-		MountRoot:    m.root,
-		FSType:       m.fsType,
-		Source:       redact.Patterns(m.source),
-		Device:       m.device,
-		Options:      redact.Patterns(m.options),
-		SuperOptions: redact.Patterns(m.superOptions),
+		MountPoint:   m.MountPoint,
+		MountRoot:    m.Root,
+		FSType:       m.FSType,
+		Source:       redact.Patterns(m.Source),
+		Device:       m.Device(),
+		Options:      redact.Patterns(m.Options),
+		SuperOptions: redact.Patterns(m.SuperOptions),
 	}
-}
-
-// underMount reports whether path is mountPoint or below it, comparing whole
-// path components ("/data" does not contain "/database").
-func underMount(path, mountPoint string) bool {
-	if mountPoint == "/" {
-		return strings.HasPrefix(path, "/")
-	}
-	return path == mountPoint || strings.HasPrefix(path, mountPoint+"/")
 }

@@ -1,15 +1,24 @@
 package envinfo
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tunebench/tunebench/internal/machine"
 )
 
-func TestParseMountInfoCaptured(t *testing.T) {
-	mounts, err := parseMountInfo(open(t, "proc/self/mountinfo"))
+// TestMountTableCaptured: a mount table captured on a 2-CPU VM, read by
+// machine.ParseMounts, and the filesystem of paths on it (fsFor).
+func TestMountTableCaptured(t *testing.T) {
+	b, err := io.ReadAll(open(t, "proc/self/mountinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := machine.ParseMounts(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,8 +26,8 @@ func TestParseMountInfoCaptured(t *testing.T) {
 		t.Errorf("%d mounts, want 20", len(mounts))
 	}
 	root := mounts[5]
-	want := mount{device: "254:0", root: "/", mountPoint: "/", options: "rw,relatime", fsType: "ext4",
-		source: "/dev/vda", superOptions: "rw,discard,resv_strict,resuid=65534,resgid=65534"}
+	want := machine.Mount{Major: 254, Minor: 0, Root: "/", MountPoint: "/", Options: "rw,relatime", FSType: "ext4",
+		Source: "/dev/vda", SuperOptions: "rw,discard,resv_strict,resuid=65534,resgid=65534"}
 	if root != want {
 		t.Errorf("root mount %+v, want %+v", root, want)
 	}
@@ -35,7 +44,7 @@ func TestParseMountInfoCaptured(t *testing.T) {
 		{"/mnt/sandboxing/model_tools_env/v1/python/lib", "/mnt/sandboxing/model_tools_env/v1/python", "tmpfs", "0:25", "ro,nosuid,nodev,relatime", "ro,size=4k,mode=755"},
 	}
 	for _, c := range cases {
-		fs := mountFor(mounts, c.path)
+		fs := fsFor(mounts, c.path)
 		if fs == nil {
 			t.Errorf("%s: no mount", c.path)
 			continue
@@ -45,64 +54,8 @@ func TestParseMountInfoCaptured(t *testing.T) {
 			t.Errorf("%s: got %+v", c.path, fs)
 		}
 	}
-}
-
-func TestParseMountInfoSynthetic(t *testing.T) {
-	text := `1 0 8:1 / / rw,noatime shared:1 - xfs /dev/sda1 rw,attr2,inode64,logbufs=8,noquota
-2 1 259:3 /pgdata /srv/my\040data rw,noatime,nodiratime shared:7 master:2 - ext4 /dev/nvme0n1p3 rw,data=ordered
-3 1 0:40 / /srv/back\134slash rw - nfs4 server:/export rw,vers=4.2,sec=sys
-4 1 0:41 / /srv/nosuper rw - tmpfs tmpfs
-`
-	mounts, err := parseMountInfo(strings.NewReader(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mounts) != 4 {
-		t.Fatalf("%d mounts", len(mounts))
-	}
-	m := mounts[1]
-	if m.mountPoint != "/srv/my data" || m.root != "/pgdata" || m.options != "rw,noatime,nodiratime" ||
-		m.fsType != "ext4" || m.source != "/dev/nvme0n1p3" || m.superOptions != "rw,data=ordered" {
-		t.Errorf("optional fields / escapes: %+v", m)
-	}
-	if mounts[2].mountPoint != `/srv/back\slash` {
-		t.Errorf("backslash escape: %q", mounts[2].mountPoint)
-	}
-	if mounts[3].superOptions != "" || mounts[3].fsType != "tmpfs" {
-		t.Errorf("no super options: %+v", mounts[3])
-	}
-
-	fs := mountFor(mounts, "/srv/my data/16/main")
-	if fs == nil || fs.MountPoint != "/srv/my data" || fs.MountRoot != "/pgdata" || fs.Options != "rw,noatime,nodiratime" {
-		t.Errorf("data dir: %+v", fs)
-	}
-	if fs := mountFor(mounts, "/srv/my datax"); fs == nil || fs.MountPoint != "/" {
-		t.Errorf("prefix must match whole components: %+v", fs)
-	}
-	if fs := mountFor(mounts, "relative"); fs != nil {
+	if fs := fsFor(mounts, "relative"); fs != nil {
 		t.Errorf("relative path matched %+v", fs)
-	}
-
-	for _, bad := range []string{"1 0 8:1 / /\n", "1 0 8:1 / / rw shared:1 xfs /dev/sda1 rw\n", "1 0 8:1 / / rw - xfs\n"} {
-		if _, err := parseMountInfo(strings.NewReader(bad)); err == nil {
-			t.Errorf("%q: want an error", bad)
-		}
-	}
-}
-
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{
-		`/a\040b`:   "/a b",
-		`/a\011b`:   "/a\tb",
-		`/a\012b`:   "/a\nb",
-		`/a\134b`:   `/a\b`,
-		`/end\04`:   `/end\04`,
-		`/bad\089x`: `/bad\089x`,
-		`/plain`:    "/plain",
-	} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("%q: %q, want %q", in, got, want)
-		}
 	}
 }
 

@@ -5,6 +5,8 @@
 package proc
 
 import (
+	"github.com/tunebench/tunebench/internal/machine"
+
 	"context"
 	"errors"
 	"fmt"
@@ -21,30 +23,11 @@ import (
 // parent pid (field 4) and start time in clock ticks since boot (field
 // 22); zero for what cannot be read.
 func Stat(pid int) (state byte, ppid int, start uint64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := machine.ReadProcStat(pid)
 	if err != nil {
 		return 0, 0, 0
 	}
-	return parseStat(string(b))
-}
-
-func parseStat(s string) (state byte, ppid int, start uint64) {
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) > 0 && f[0] != "" {
-		state = f[0][0]
-	}
-	if len(f) > 1 {
-		ppid, _ = strconv.Atoi(f[1])
-	}
-	if len(f) > 19 {
-		start, _ = strconv.ParseUint(f[19], 10, 64)
-	}
-	return state, ppid, start
+	return st.State, st.PPID, st.StartTime
 }
 
 // Start is a process's start time (0 when unknown).

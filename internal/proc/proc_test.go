@@ -9,14 +9,15 @@ import (
 	"time"
 )
 
-func TestParseStat(t *testing.T) {
-	line := "4242 (post master) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1 2 3"
-	state, ppid, start := parseStat(line)
-	if state != 'S' || ppid != 1 || start != 987654 {
-		t.Errorf("%c %d %d", state, ppid, start)
+// TestStatSelf: this process's state, parent and start time (the parser
+// is machine.ParseProcStat's, tested there).
+func TestStatSelf(t *testing.T) {
+	state, ppid, start := Stat(os.Getpid())
+	if (state != 'R' && state != 'S') || ppid != os.Getppid() || start == 0 {
+		t.Errorf("state %c, ppid %d (want %d), start %d", state, ppid, os.Getppid(), start)
 	}
-	if s, p, st := parseStat("garbage"); s != 0 || p != 0 || st != 0 {
-		t.Errorf("garbage: %c %d %d", s, p, st)
+	if s, p, st := Stat(-1); s != 0 || p != 0 || st != 0 {
+		t.Errorf("no such process: %c %d %d", s, p, st)
 	}
 }
 

@@ -1,7 +1,8 @@
 package server
 
 import (
-	"bufio"
+	"github.com/jackc/pgpassfile"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,57 +118,31 @@ func pgpassLine(password string, hosts ...string) string {
 
 // pgpassHas reports whether the pgpass file has a line for host.
 func pgpassHas(path, host string) bool {
-	b, err := os.ReadFile(path)
+	pf, err := pgpassfile.ReadPassfile(path)
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := splitPgpass(line); len(f) == 5 && f[0] == host {
+	for _, e := range pf.Entries {
+		if e.Hostname == host {
 			return true
 		}
 	}
 	return false
 }
 
-// readPgpass returns the password of our entry in a pgpass file.
+// readPgpass returns the password of our entry in a pgpass file (the
+// superuser's on 127.0.0.1).
 func readPgpass(path string) (string, error) {
-	f, err := os.Open(path)
+	pf, err := pgpassfile.ReadPassfile(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := splitPgpass(sc.Text())
-		if len(fields) == 5 && fields[0] == "127.0.0.1" && fields[3] == "postgres" {
-			return fields[4], nil
+	for _, e := range pf.Entries {
+		if e.Hostname == "127.0.0.1" && e.Username == "postgres" {
+			return e.Password, nil
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", err
 	}
 	return "", fmt.Errorf("no entry for 127.0.0.1 user postgres in %s", path)
-}
-
-func splitPgpass(line string) []string {
-	var fields []string
-	var cur strings.Builder
-	esc := false
-	for _, r := range line {
-		switch {
-		case esc:
-			cur.WriteRune(r)
-			esc = false
-		case r == '\\':
-			esc = true
-		case r == ':':
-			fields = append(fields, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	return append(fields, cur.String())
 }
 
 // pidFile is the content of postmaster.pid.

@@ -37,6 +37,8 @@
 package store
 
 import (
+	"github.com/tunebench/tunebench/internal/machine"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -47,7 +49,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
 
 	// The pure-Go SQLite driver, registered as "sqlite".
@@ -201,7 +202,7 @@ func damaged(path, what string) error {
 }
 
 func notAStore(path string, err error) error {
-	if free, ok := driver.FreeBytes(filepath.Dir(path)); ok && (free < 1<<20 || strings.Contains(err.Error(), "disk is full")) {
+	if free, ok := machine.FreeBytes(filepath.Dir(path)); ok && (free < 1<<20 || strings.Contains(err.Error(), "disk is full")) {
 		return errs.Wrap(errs.KindUsage, err,
 			"free space on that filesystem, or set "+EnvResults+" (or --results) to a file on another one",
 			"cannot use results store %s: its filesystem is full (%d bytes free)", path, free)

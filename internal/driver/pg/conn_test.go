@@ -3,12 +3,14 @@ package pg
 import (
 	"context"
 	"errors"
+
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"strings"
+	"testing"
 
 	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/step"
-	"strings"
-	"testing"
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/redact"

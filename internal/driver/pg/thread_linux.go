@@ -7,8 +7,9 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/step"
 	"golang.org/x/sys/unix"
+
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // yieldEvery is how often Thread.Tick yields. The runtime's sysmon takes the

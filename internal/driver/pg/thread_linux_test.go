@@ -9,8 +9,9 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/tunebench/tunebench/internal/step"
 	"golang.org/x/sys/unix"
+
+	"github.com/tunebench/tunebench/internal/step"
 )
 
 // TestThreadPolicy: a Thread gives its locked thread SCHED_BATCH on the

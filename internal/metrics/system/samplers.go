@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/machine"
 	"github.com/tunebench/tunebench/internal/metrics"
 	"github.com/tunebench/tunebench/internal/metrics/sampler"
 )
@@ -59,7 +60,7 @@ func readFile(root, name string) ([]byte, error) { return os.ReadFile(filepath.J
 // sample, in percent.
 type CPU struct {
 	Proc string // /proc
-	prev CPUTimes
+	prev machine.CPUTimes
 	have bool
 }
 
@@ -70,7 +71,7 @@ func (s *CPU) Sample(context.Context, time.Time) ([]sampler.Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur, err := ParseStat(b)
+	cur, err := machine.ParseStat(b)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func (s *CPU) Sample(context.Context, time.Time) ([]sampler.Point, error) {
 	if !had {
 		return nil, nil
 	}
-	p, ok := CPUPctBetween(prev, cur)
+	p, ok := machine.CPUPctBetween(prev, cur)
 	if !ok {
 		return nil, nil
 	}
@@ -101,7 +102,7 @@ func (s *Memory) Sample(context.Context, time.Time) ([]sampler.Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := ParseMeminfo(b)
+	m, err := machine.ParseMeminfo(b)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ type Disk struct {
 	Proc   string
 	Device string // name in /proc/diskstats
 	clock  clock
-	prev   DiskStat
+	prev   machine.DiskStat
 	prevAt time.Time
 }
 
@@ -128,7 +129,7 @@ func (s *Disk) Sample(context.Context, time.Time) ([]sampler.Point, error) {
 		return nil, err
 	}
 	at := s.clock.now()
-	m, err := ParseDiskstats(b)
+	m, err := machine.ParseDiskstats(b)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func (s *Disk) Sample(context.Context, time.Time) ([]sampler.Point, error) {
 	if prevAt.IsZero() {
 		return nil, nil
 	}
-	r, ok := DiskRatesBetween(prev, cur, at.Sub(prevAt).Seconds())
+	r, ok := machine.DiskRatesBetween(prev, cur, at.Sub(prevAt).Seconds())
 	if !ok {
 		return nil, nil
 	}
@@ -171,11 +172,11 @@ func (s *Net) Sample(context.Context, time.Time) ([]sampler.Point, error) {
 		return nil, err
 	}
 	at := s.clock.now()
-	m, err := ParseNetDev(b)
+	m, err := machine.ParseNetDev(b)
 	if err != nil {
 		return nil, err
 	}
-	rx, tx, lo := NetSums(m)
+	rx, tx, lo := machine.NetSums(m)
 	prevAt := s.prevAt
 	pr, pt, pl := s.prevRx, s.prevTx, s.prevLo
 	s.prevRx, s.prevTx, s.prevLo, s.prevAt = rx, tx, lo, at
@@ -231,7 +232,7 @@ func (s *PGProcs) Sample(context.Context, time.Time) ([]sampler.Point, error) {
 		return pts, nil
 	}
 	if g.CPUTicks >= prev.CPUTicks {
-		pts = append(pts, sampler.Point{Series: PGProcCPU, V: 100 * float64(g.CPUTicks-prev.CPUTicks) / UserHZ / secs})
+		pts = append(pts, sampler.Point{Series: PGProcCPU, V: 100 * float64(g.CPUTicks-prev.CPUTicks) / machine.UserHZ / secs})
 	}
 	if g.IOErr == nil && prev.IOErr == nil && g.ReadBytes >= prev.ReadBytes && g.WriteBytes >= prev.WriteBytes {
 		pts = append(pts,

@@ -1,6 +1,8 @@
 package fio
 
 import (
+	"github.com/tunebench/tunebench/internal/machine"
+
 	"bytes"
 	"context"
 	"errors"
@@ -321,8 +323,8 @@ var ErrNoSpace = errors.New("not enough free space")
 // CheckSpace checks that need bytes fit in dir's filesystem (best effort:
 // nil when the free space cannot be read).
 func CheckSpace(dir string, need int64) (free int64, err error) {
-	free, ferr := freeBytes(dir)
-	if ferr != nil {
+	free, ok := machine.FreeBytes(dir)
+	if !ok {
 		return -1, nil
 	}
 	if need > free {

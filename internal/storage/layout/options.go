@@ -2,9 +2,10 @@ package layout
 
 import (
 	"fmt"
-	"github.com/tunebench/tunebench/internal/option"
 	"sort"
 	"strings"
+
+	"github.com/tunebench/tunebench/internal/option"
 )
 
 // Mount options tunebench knows, so that a typo is caught before a

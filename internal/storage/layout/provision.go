@@ -1,6 +1,8 @@
 package layout
 
 import (
+	"github.com/tunebench/tunebench/internal/machine"
+
 	"context"
 	"errors"
 	"fmt"
@@ -534,16 +536,8 @@ func Plan(ctx context.Context, l *Layout, o Options) ([]string, error) {
 }
 
 // isMountPoint reports whether dir is a mount point (in this process's
-// mount table).
+// mount table; a directory whose name holds a space too).
 func isMountPoint(dir string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
-			return true
-		}
-	}
-	return false
+	ok, _ := machine.IsMountPoint(filepath.Clean(dir))
+	return ok
 }

@@ -1,7 +1,8 @@
 package layout
 
 import (
-	"bufio"
+	"github.com/tunebench/tunebench/internal/machine"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,19 +84,13 @@ func SafeDevice(dev string) error {
 // are in use: mounted where, or swap.
 func usedDevices() (map[string]string, error) {
 	used := map[string]string{}
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := machine.Mounts()
 	if err != nil {
 		return nil, errs.Wrap(errs.KindEnvironment, err, "", "reading the mount table")
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		if name := devName(fields[2]); name != "" {
-			used[name] = "mounted at " + fields[4]
+	for _, m := range mounts {
+		if name := devName(m.Device()); name != "" {
+			used[name] = "mounted at " + m.MountPoint
 		}
 	}
 	if b, err := os.ReadFile("/proc/swaps"); err == nil {

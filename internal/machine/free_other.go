@@ -1,6 +1,6 @@
 //go:build !linux
 
-package driver
+package machine
 
 // FreeBytes is not known here.
 func FreeBytes(string) (int64, bool) { return 0, false }

@@ -1,10 +1,9 @@
-package driver
+package machine
 
 import "golang.org/x/sys/unix"
 
 // FreeBytes is the space left to unprivileged writers on dir's filesystem
-// (false when it cannot be read). SpaceAt adds the mount point; the results
-// store asks it alone.
+// (false when it cannot be read).
 func FreeBytes(dir string) (int64, bool) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {

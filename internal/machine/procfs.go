@@ -1,9 +1,8 @@
-// Package system reads Linux /proc (and /sys) for system-wide and
-// per-process metrics: CPU time split, memory and page cache, block device
-// and network counters, and the PostgreSQL server's processes. The parsers
-// take file contents, the samplers a root directory, so both run on captured
-// text in tests.
-package system
+package machine
+
+// The system-wide counters of /proc: CPU time (stat), memory (meminfo),
+// block devices (diskstats) and network interfaces (net/dev), and the
+// rates between two readings.
 
 import (
 	"bufio"
