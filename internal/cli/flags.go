@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -117,6 +118,7 @@ type runFlags struct {
 	noSamplers bool
 	progress   time.Duration
 	cpuProfile string
+	hosts      target.HostMetrics
 }
 
 // addRunFlags adds the run flags a workload's capabilities call for: the
@@ -131,6 +133,7 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 		rf.conn.add(fs)
 		fs.StringArrayVar(&rf.settings, "set", nil, "server setting name=value for this run, applied with ALTER SYSTEM, verified, restored afterwards (repeatable; needs superuser)")
 		fs.BoolVar(&rf.noSamplers, "no-samplers", false, "do not record system, PostgreSQL and driver metrics (docs/metrics.md)")
+		addHostFlags(fs, &rf.hosts)
 	}
 	if _, ok := w.Options().Phase(option.PhaseRun).ByRole(option.RoleWorkers); ok {
 		rf.progress = time.Second
@@ -138,4 +141,15 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 		fs.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the driver to this file (for tuning tunebench itself)")
 		_ = fs.MarkHidden("cpuprofile")
 	}
+}
+
+// addHostFlags adds the flags that say how the database server's host is
+// measured (docs/metrics.md, "The database server's host").
+func addHostFlags(fs *pflag.FlagSet, hm *target.HostMetrics) {
+	fs.StringVar(&hm.Source, "host-metrics", target.HostAuto,
+		"how to measure the database server's host: auto (this machine's /proc when the server runs here), sql (its /proc read through the database: "+
+			"a superuser, or pg_read_server_files), the URL of its node_exporter (http://HOST:9100/metrics), or none")
+	fs.StringVar(&hm.Disk, "host-disk", "", "the server host's disk as its /proc/diskstats or node_exporter names it (default: the one under the data directory; with node_exporter, all its disks)")
+	fs.StringVar(&hm.ContainerURL, "container-metrics", "", "cAdvisor's /metrics URL (or a kubelet's /metrics/cadvisor) of the server's container; with --container")
+	fs.StringVar(&hm.Container, "container", "", "the server's container, by name or id, at --container-metrics")
 }

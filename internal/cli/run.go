@@ -12,6 +12,7 @@ import (
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -20,13 +21,21 @@ import (
 // --json summary (also for an interrupted or failed run that was stored).
 func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Values, rf *runFlags) error {
 	ctx := cmd.Context()
+	if err := rf.hosts.Check(); err != nil {
+		return err
+	}
 	out, errOut, flush := s.runOutput()
 	req := &lifecycle.Request{Workload: r, Options: v, NoSamplers: rf.noSamplers, Progress: rf.progress,
-		Experiment: rf.experiment, Version: Version, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Stdout: out, Stderr: errOut}
+		Experiment: rf.experiment, Version: Version, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Stdout: out, Stderr: errOut,
+		HostMetrics: rf.hosts}
 	if len(r.Meta().Dialects) > 0 {
 		t, err := s.openTarget(ctx, r, &rf.conn)
 		if err != nil {
 			return err
+		}
+		if rf.hosts.Source == target.HostLocal && t.Remote() {
+			return errs.Usage("give --host-metrics sql (the server's /proc read through the database) or --host-metrics http://HOST:9100/metrics (its node_exporter)",
+				"--host-metrics local reads this machine's /proc, and the server runs on another machine (%s)", t.Describe())
 		}
 		req.Target = t
 		for _, kv := range rf.settings { // bad --set values fail before any connection
@@ -81,13 +90,14 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	return runErr
 }
 
-// showBlocks is a run's terminal view (and, after a run, its checks),
-// then why its status is not ok.
+// showBlocks is a run's terminal view, its host metrics (and, after a
+// run, its checks), then why its status is not ok.
 func showBlocks(w workload.Workload, sum *results.Summary, checks bool) []results.Block {
 	var out []results.Block
 	if v, ok := w.(workload.Viewer); ok {
 		out = v.Show(sum)
 	}
+	out = append(out, results.HostBlocks(sum)...)
 	if cv, ok := w.(workload.CheckViewer); ok && checks {
 		out = append(out, cv.CheckView(sum)...)
 	}

@@ -56,8 +56,8 @@ func ServerInfo(ctx context.Context, conn Querier, remote bool) (*Server, error)
 	return s, nil
 }
 
-// Line says where the server is, in one line ("" without a record).
-func (s *Server) Line() string {
+// Where says where the server is ("" without a record).
+func (s *Server) Where() string {
 	if s == nil {
 		return ""
 	}
@@ -70,9 +70,18 @@ func (s *Server) Line() string {
 	} else if !s.Remote {
 		where += " (Unix socket)"
 	}
-	v := fmt.Sprintf("%s, round trip %.3f ms (median of %d SELECT 1)", where, s.RTTMs, s.RTTSamples)
+	return where
+}
+
+// Line says where the server is and the round trip to it, in one line (""
+// without a record).
+func (s *Server) Line() string {
+	if s == nil {
+		return ""
+	}
+	v := fmt.Sprintf("%s, round trip %.3f ms (median of %d SELECT 1)", s.Where(), s.RTTMs, s.RTTSamples)
 	if s.Remote {
-		v += "; its host is not measured: the host rows and series are the driver's machine"
+		v += "; the host rows are the driver's machine (the server host's series, when measured, are the run's server.* series)"
 	}
 	return v
 }

@@ -132,6 +132,11 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 		return nil, errors.Join(err, lt.teardown(context.WithoutCancel(ctx)))
 	}
 	lt.t = t
+	if spec.Target.HostMetrics.Source == target.HostLocal && t.Remote() {
+		lt.Close(context.WithoutCancel(ctx))
+		return nil, errs.Usage("give target.host_metrics: sql (the server's /proc read through the database) or the URL of its node_exporter",
+			"target.host_metrics local reads this machine's /proc, and the server runs on another machine (%s)", t.Describe())
+	}
 	w, ok := l.Registry.Get(l.Plan.Workload)
 	if !ok {
 		lt.Close(context.WithoutCancel(ctx))
@@ -505,7 +510,7 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
 		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
 		Envelope: envelopeRecord(lt.envelope), EnvelopeUsage: lt.usageSince(), Enclose: enclose,
-		Stdout: lt.lab.Stdout, Stderr: lt.lab.Stderr,
+		Stdout: lt.lab.Stdout, Stderr: lt.lab.Stderr, HostMetrics: lt.lab.Spec.Target.HostMetrics,
 	})
 	var res RunResult
 	if sum != nil {

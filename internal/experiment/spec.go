@@ -12,8 +12,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tunebench/tunebench/internal/envelope"
+	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/storage/layout"
+	"github.com/tunebench/tunebench/internal/target"
 )
 
 // Spec is a parsed, validated experiment file.
@@ -93,6 +95,10 @@ type TargetSpec struct {
 	Database string
 	// Settings are the base settings for every run.
 	Settings []Setting
+	// HostMetrics says how the server's host is measured
+	// (target.host_metrics: a source, or a mapping of source, disk,
+	// container_metrics and container).
+	HostMetrics target.HostMetrics
 }
 
 // Managed describes the managed server.
@@ -381,7 +387,7 @@ func (s *Spec) parseTarget(f field, p *problems) {
 	if !ok {
 		return
 	}
-	keys := []string{"managed", "dsn", "restart_command", "database", "settings"}
+	keys := []string{"managed", "dsn", "restart_command", "database", "settings", "host_metrics"}
 	var managedF, dsnF, restartF *field
 	for i := range fields {
 		tf := fields[i]
@@ -449,6 +455,8 @@ func (s *Spec) parseTarget(f field, p *problems) {
 			}
 		case "settings":
 			s.Target.Settings = s.parseSettings(tf, "target.settings", p)
+		case "host_metrics":
+			s.parseHostMetrics(tf, p)
 		default:
 			unknownKey(p, tf, "target", keys)
 		}
@@ -463,6 +471,49 @@ func (s *Spec) parseTarget(f field, p *problems) {
 		s.Target.Managed = nil
 	case managedF == nil:
 		s.Target.Managed = &Managed{}
+	}
+}
+
+// parseHostMetrics reads target.host_metrics: a source (auto, local, sql,
+// none, or node_exporter's URL), or a mapping of source, disk,
+// container_metrics and container, as the run flags.
+func (s *Spec) parseHostMetrics(f field, p *problems) {
+	hm := &s.Target.HostMetrics
+	if n := resolve(f.value); n != nil && n.Kind == yaml.ScalarNode {
+		if v, ok := scalar(f.value, "target.host_metrics", p); ok {
+			hm.Source = v
+		}
+	} else {
+		fields, ok := mapping(f.value, "target.host_metrics", p)
+		if !ok {
+			return
+		}
+		for _, g := range fields {
+			var dst *string
+			switch g.key {
+			case "source":
+				dst = &hm.Source
+			case "disk":
+				dst = &hm.Disk
+			case "container_metrics":
+				dst = &hm.ContainerURL
+			case "container":
+				dst = &hm.Container
+			default:
+				unknownKey(p, g, "target.host_metrics", []string{"source", "disk", "container_metrics", "container"})
+				continue
+			}
+			if v, ok := scalar(g.value, "target.host_metrics."+g.key, p); ok {
+				*dst = v
+			}
+		}
+	}
+	if err := hm.Check(); err != nil {
+		msg := strings.NewReplacer("--host-metrics", "target.host_metrics", "--container-metrics", "container_metrics", "--container", "container").Replace(err.Error())
+		if h := errs.HintOf(err); h != "" {
+			msg += " (" + h + ")"
+		}
+		p.add(f.value, "%s", msg)
 	}
 }
 

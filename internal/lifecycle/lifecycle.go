@@ -91,6 +91,8 @@ type Request struct {
 	Observe   Observer
 	// Stdout and Stderr take the run's own output (workload.RunEnv).
 	Stdout, Stderr io.Writer
+	// HostMetrics says how the database server's host is measured.
+	HostMetrics target.HostMetrics
 
 	// rescued is the save's error when the store failed to save the run
 	// and its result went to a rescue file instead (see finish).
@@ -202,7 +204,10 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 			req.emit(Event{Kind: EventTick, Tick: tk, Span: span})
 		}
 	}
-	smp := startSampling(ctx, req)
+	smp, err := startSampling(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	smp.attach(&cfg)
 	leave, err := req.enclose()
 	if err != nil {
@@ -228,6 +233,7 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 	sum.Workload = req.Workload.Meta().Name
 	sum.WarmupS = x.Warmup.Seconds()
 	sum.Settings = applied
+	recordHosts(req, sum, smp, sampled)
 	v, afterErr := r.After(bg, res, sum)
 	if afterErr != nil {
 		req.emit(Event{Kind: EventWarning, Text: "after the run: " + afterErr.Error()})
@@ -303,7 +309,10 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 	}
 	smp := &sampling{}
 	if onDB {
-		smp = startSampling(ctx, req)
+		var err error
+		if smp, err = startSampling(ctx, req); err != nil {
+			return nil, err
+		}
 		if smp.c != nil {
 			smp.c.MeasureStart()
 		}
@@ -331,6 +340,8 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 	defer cancel()
 	sum := m.Summary
 	sum.Workload = req.Workload.Meta().Name
+	recordHosts(req, sum, smp, sampled)
+	markHostGaps(sum)
 	if m.Env == nil {
 		m.Env = envOf(bg, req)
 	} else {
@@ -352,9 +363,6 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summary, env *envinfo.Snapshot, check any, series []store.Point, hists []store.Histogram) (int64, error) {
 	if req.EnvelopeUsage != nil && env != nil && env.Envelope != nil {
 		env.Envelope.Usage, env.Envelope.UsageLine = req.EnvelopeUsage()
-	}
-	if req.Target != nil && req.Target.Remote() {
-		sum.NotMeasured = map[string]string{results.NotMeasuredServerHost: results.WhyRemote}
 	}
 	params, err := paramsJSON(req, r)
 	if err != nil {
@@ -382,4 +390,30 @@ func threadsNote(threads int, res *run.Result) string {
 		return ""
 	}
 	return fmt.Sprintf("the %d clients ran on %d threads, not %d: their connections cannot be multiplexed (TLS, or not a plain socket), so each had a thread of its own", res.Workers, res.Threads, threads)
+}
+
+// recordHosts puts the run's host records in its summary, and what was not
+// measured of the server's host and why: the target's note, or a remote
+// server's host that no source measured.
+func recordHosts(req *Request, sum *results.Summary, smp *sampling, pts []store.Point) {
+	if req.Target == nil {
+		return
+	}
+	dur := 0.0
+	if sum.Measured != nil {
+		dur = sum.DurationS
+	}
+	sum.Hosts = smp.hosts(pts, dur, !req.Target.Remote())
+	why := smp.notMeasured
+	if why == "" && sum.HostOf(results.HostServer) == nil {
+		switch {
+		case req.Target.Remote():
+			why = results.WhyRemote
+		case req.HostMetrics.Source == target.HostNone:
+			why = "not measured: --host-metrics none"
+		}
+	}
+	if why != "" {
+		sum.NotMeasured = map[string]string{results.NotMeasuredServerHost: why}
+	}
 }

@@ -43,6 +43,7 @@ func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, af
 	for _, n := range v.NotRun {
 		add(results.ReasonNotChecked, "%s", n)
 	}
+	rs = append(rs, hostGapReasons(sum)...)
 	if afterErr != nil {
 		add(results.ReasonNotChecked, "the work after the run (checks) failed: %v", afterErr)
 	}
@@ -100,4 +101,37 @@ func failureText(f workload.Failure) string {
 		return f.What + " failed: " + f.Detail
 	}
 	return f.What + " failed"
+}
+
+// hostGapReasons are the reasons of a run whose server host or container
+// metrics are missing for more than MaxHostGapPct of the measured window
+// (a source that failed or timed out): the run's own figures stand, its
+// status is errors.
+func hostGapReasons(sum *results.Summary) []results.Reason {
+	var rs []results.Reason
+	for _, h := range sum.Hosts {
+		if h.Role == results.HostDriver || h.MissingPct <= MaxHostGapPct {
+			continue
+		}
+		d := fmt.Sprintf("the %s's metrics (%s) are missing for %.0f%% of the measured window, over the %.0f%% the run accepts",
+			map[string]string{results.HostServer: "server host", results.HostContainer: "server's container"}[h.Role], h.Source, h.MissingPct, MaxHostGapPct)
+		if h.Error != "" {
+			d += ": " + h.Error
+		}
+		rs = append(rs, results.Reason{Code: results.ReasonHostGap, Detail: d})
+	}
+	return rs
+}
+
+// markHostGaps adds the host gap reasons to a self-measured run's status
+// (an ok run becomes errors).
+func markHostGaps(sum *results.Summary) {
+	rs := hostGapReasons(sum)
+	if len(rs) == 0 {
+		return
+	}
+	sum.StatusReasons = append(sum.StatusReasons, rs...)
+	if sum.Status == store.StatusOK || sum.Status == "" {
+		sum.Status = store.StatusErrors
+	}
 }

@@ -5,13 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/metrics/sampler"
+	"github.com/tunebench/tunebench/internal/metrics/scrape"
 	"github.com/tunebench/tunebench/internal/metrics/system"
+	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/run"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -71,37 +77,65 @@ func paramsJSON(req *Request, r workload.Run) (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
-// sampling is the metric samplers of one run (docs/metrics.md): the host's
-// (CPU, memory, network, the driver itself) and the target's. They run in
-// their own goroutines and connections from just before the executor
-// starts until stop; their points share the executor's time axis (T = 0 at
-// the measurement start, through the executor's OnMeasureStart hook).
+// sampling is the metric samplers of one run (docs/metrics.md): the
+// driver's machine (CPU, memory, network, pressure, the driver itself),
+// the target's (its statistics, and its host as the request's HostMetrics
+// says: this machine's /proc, the server's own /proc through SQL, or its
+// node_exporter) and the server's container (cAdvisor). They run in their
+// own goroutines and connections from just before the executor starts
+// until stop; their points share the executor's time axis (T = 0 at the
+// measurement start, through the executor's OnMeasureStart hook).
 type sampling struct {
-	c *sampler.Collector
+	c     *sampler.Collector
+	specs []sampler.Spec
+	// notMeasured is why the server's host is not measured ("" when it
+	// is), from the target's notes.
+	notMeasured string
 }
 
 // startSampling starts the samplers unless the request turns them off.
 // Problems that switch a sampler off, and each sampler's first error, are
-// reported once as notes.
-func startSampling(ctx context.Context, req *Request) *sampling {
+// reported once as notes. An error is a host-metric source that cannot
+// work (the run does not start).
+func startSampling(ctx context.Context, req *Request) (*sampling, error) {
 	if req.NoSamplers {
-		return &sampling{}
+		return &sampling{}, nil
 	}
-	note := func(format string, a ...any) { req.note("samplers: "+format, a...) }
-	const proc = "/proc"
+	smp := &sampling{}
+	note := func(format string, a ...any) {
+		text := fmt.Sprintf(format, a...)
+		if why, ok := strings.CutPrefix(text, target.NotMeasuredNote); ok && smp.notMeasured == "" {
+			smp.notMeasured = "not measured: " + why
+		}
+		req.note("samplers: %s", text)
+	}
+	local := system.Local{}
 	specs := []sampler.Spec{
-		{Sampler: &system.CPU{Proc: proc}},
-		{Sampler: &system.Memory{Proc: proc}},
-		{Sampler: &system.Net{Proc: proc}},
-		{Sampler: &system.Driver{}},
+		{Sampler: &system.Host{Src: local}, Host: sampler.HostDriver, Source: local.Describe()},
+		{Sampler: &system.Driver{}, Host: sampler.HostDriver, Source: local.Describe()},
 	}
+	hm := req.HostMetrics
 	if req.Target != nil {
-		specs = append(specs, req.Target.Samplers(ctx, note)...)
+		ts, err := req.Target.Samplers(ctx, hm, note)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, ts...)
+		if hm.Scrape() {
+			diskHere := slices.ContainsFunc(ts, func(sp sampler.Spec) bool { _, ok := sp.Sampler.(*system.Disk); return ok })
+			specs = append(specs, sampler.Spec{Sampler: &scrape.Node{URL: hm.Source, Prefix: system.ServerPrefix, Disk: hm.Disk, NoDisk: diskHere},
+				Host: sampler.HostServer, Source: "node_exporter " + hm.Source})
+		}
 	}
-	c := sampler.Start(ctx, sampler.Options{OnError: func(name string, err error) {
+	if hm.ContainerURL != "" {
+		specs = append(specs, sampler.Spec{Sampler: &scrape.Container{URL: hm.ContainerURL, ID: hm.Container},
+			Host: sampler.HostContainer, Source: "cadvisor " + hm.ContainerURL + ", container " + hm.Container})
+	}
+	smp.specs = specs
+	smp.c = sampler.Start(ctx, sampler.Options{OnError: func(name string, err error) {
 		note("%s: %v (later failures of this sampler are counted, not printed)", name, err)
 	}}, specs...)
-	return &sampling{c: c}
+	return smp, nil
 }
 
 // attach makes the executor mark the measurement start (T = 0) for the
@@ -130,4 +164,156 @@ func (sm *sampling) stop(res *run.Result, warmup time.Duration) []store.Point {
 		sm.c.SetZero(res.StartedAt.Add(warmup))
 	}
 	return sm.c.Stop()
+}
+
+// minGapWindow is the shortest measured window (seconds) whose host metric
+// gaps are counted.
+const minGapWindow = 5.0
+
+// MaxHostGapPct is the share of the measured window (percent) a host
+// metric source may leave without samples before the run's status says so
+// (errors, reason host_metrics_gap; the run's own figures stand).
+const MaxHostGapPct = 20.0
+
+// hostGroup is the group a series is stored under in a host record: its
+// first name element ("sys.", "disk.", "container."), two for a server
+// host's ("server.sys."), and the PostgreSQL processes' "pg.proc_".
+func hostGroup(name string) (group, role string) {
+	switch {
+	case strings.HasPrefix(name, "pg.proc_"):
+		return "pg.proc_", results.HostServer
+	case strings.HasPrefix(name, system.ServerPrefix):
+		rest := strings.TrimPrefix(name, system.ServerPrefix)
+		if i := strings.IndexByte(rest, '.'); i >= 0 {
+			return system.ServerPrefix + rest[:i+1], results.HostServer
+		}
+		return name, results.HostServer
+	case strings.HasPrefix(name, "disk."):
+		return "disk.", results.HostServer
+	case strings.HasPrefix(name, "container."):
+		return "container.", results.HostContainer
+	case strings.HasPrefix(name, "sys."), strings.HasPrefix(name, "net."), strings.HasPrefix(name, "driver."):
+		return name[:strings.IndexByte(name, '.')+1], results.HostDriver
+	}
+	return "", ""
+}
+
+// hosts are the run's host records from its samplers and their points:
+// each machine's source, series, means over the measured window [0, dur]
+// (seconds; 0: from T = 0 on), the share of it without a sample, and its
+// samplers' first error. sameMachine says the server runs on the driver's
+// machine.
+func (sm *sampling) hosts(pts []store.Point, dur float64, sameMachine bool) []results.Host {
+	if sm == nil || sm.c == nil {
+		return nil
+	}
+	local := system.Local{}
+	byRole := map[string]*results.Host{}
+	var order []string
+	for _, sp := range sm.specs {
+		if sp.Host == "" {
+			continue
+		}
+		h := byRole[sp.Host]
+		if h == nil {
+			h = &results.Host{Role: sp.Host, Source: sp.Source, Means: map[string]float64{}}
+			if sp.Host == results.HostServer {
+				h.SameMachine = sameMachine
+			}
+			byRole[sp.Host] = h
+			order = append(order, sp.Host)
+		} else if !strings.Contains(h.Source, sp.Source) {
+			h.Source += ", " + sp.Source
+		}
+		if sp.Host == results.HostServer && sp.Source != local.Describe() {
+			// Measured apart from the driver's machine (through SQL or
+			// an exporter), even on it: its own series.
+			h.SameMachine = false
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	sums, counts, times := map[string]float64{}, map[string]int{}, map[string][]float64{}
+	groups := map[string]map[string]bool{}
+	for _, p := range pts {
+		g, role := hostGroup(p.Series)
+		if role == "" || byRole[role] == nil || p.T < 0 || dur > 0 && p.T > dur+0.5 || math.IsNaN(p.V) || math.IsInf(p.V, 0) {
+			continue
+		}
+		if groups[role] == nil {
+			groups[role] = map[string]bool{}
+		}
+		groups[role][g] = true
+		sums[p.Series] += p.V
+		counts[p.Series]++
+		times[p.Series] = append(times[p.Series], p.T)
+	}
+	for name, n := range counts {
+		_, role := hostGroup(name)
+		byRole[role].Means[name] = sums[name] / float64(n)
+	}
+	// Gaps: of a gauge each host's source gives at every sample.
+	gauges := map[string][]string{
+		results.HostDriver:    {"sys.mem_used_bytes"},
+		results.HostServer:    {system.ServerPrefix + "sys.mem_used_bytes", "pg.proc_count", "disk.util_pct"},
+		results.HostContainer: {"container.mem_working_set_bytes"},
+	}
+	for role, h := range byRole {
+		for g := range groups[role] {
+			h.Series = append(h.Series, g)
+		}
+		slices.Sort(h.Series)
+		if dur < minGapWindow {
+			// Too short a window to tell a gap from the edges of
+			// sampling (its failures still say so).
+			continue
+		}
+		h.MissingPct = 100
+		for _, name := range gauges[role] {
+			if ts := times[name]; len(ts) > 0 {
+				h.MissingPct = 100 * missingSeconds(ts, dur, 1) / dur
+				break
+			}
+		}
+	}
+	failures := sm.c.Failures()
+	for _, sp := range sm.specs {
+		h := byRole[sp.Host]
+		if h == nil {
+			continue
+		}
+		for _, f := range failures {
+			if f.Sampler == sp.Sampler.Name() {
+				h.Failures += f.Count
+				if h.Error == "" {
+					h.Error = f.First.Error()
+				}
+			}
+		}
+	}
+	out := make([]results.Host, 0, len(order))
+	for _, r := range order {
+		out = append(out, *byRole[r])
+	}
+	return out
+}
+
+// missingSeconds is the time of [0, dur] not covered by samples taken
+// every tick seconds at times ts (sorted): the part of each gap longer
+// than one and a half ticks beyond one tick, with the window's edges.
+func missingSeconds(ts []float64, dur, tick float64) float64 {
+	slices.Sort(ts)
+	missing := 0.0
+	prev := 0.0
+	for _, t := range append(ts, dur) {
+		if t > dur {
+			t = dur
+		}
+		if gap := t - prev; gap > 1.5*tick {
+			missing += gap - tick
+		}
+		prev = t
+	}
+	return min(missing, dur)
 }

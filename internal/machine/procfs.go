@@ -320,3 +320,50 @@ func NetSums(m map[string]NetDev) (rx, tx, lo uint64) {
 	}
 	return rx, tx, lo
 }
+
+// Pressure is a /proc/pressure file's stall totals in microseconds (PSI,
+// Linux 4.20+): Some, the time at least one task waited for the resource;
+// Full, the time all non-idle tasks did (the cpu file has no full line
+// before 5.13, and it means nothing there).
+type Pressure struct {
+	Some, Full uint64
+	HasFull    bool
+}
+
+// ParsePressure reads /proc/pressure/cpu, io or memory:
+//
+//	some avg10=0.00 avg60=3.16 avg300=8.84 total=3493427609
+//	full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+func ParsePressure(b []byte) (Pressure, error) {
+	var p Pressure
+	seen := false
+	for line := range bytes.Lines(b) {
+		f := strings.Fields(string(line))
+		if len(f) == 0 || (f[0] != "some" && f[0] != "full") {
+			continue
+		}
+		var total uint64
+		found := false
+		for _, kv := range f[1:] {
+			if v, ok := strings.CutPrefix(kv, "total="); ok {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					return p, fmt.Errorf("pressure: %s total: %w", f[0], err)
+				}
+				total, found = n, true
+			}
+		}
+		if !found {
+			return p, fmt.Errorf("pressure: no total in %q", strings.TrimSpace(string(line)))
+		}
+		if f[0] == "some" {
+			p.Some, seen = total, true
+		} else {
+			p.Full, p.HasFull = total, true
+		}
+	}
+	if !seen {
+		return p, errors.New("pressure: no some line")
+	}
+	return p, nil
+}

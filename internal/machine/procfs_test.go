@@ -252,3 +252,18 @@ func TestFindDevice(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePressure(t *testing.T) {
+	p, err := ParsePressure([]byte("some avg10=0.00 avg60=3.16 avg300=8.84 total=3493427609\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"))
+	if err != nil || p.Some != 3493427609 || p.Full != 12 || !p.HasFull {
+		t.Errorf("%+v %v", p, err)
+	}
+	if p, err := ParsePressure([]byte("some avg10=1.00 avg60=0 avg300=0 total=5\n")); err != nil || p.Some != 5 || p.HasFull {
+		t.Errorf("cpu on an old kernel: %+v %v", p, err)
+	}
+	for _, bad := range []string{"", "some avg10=0.00\n", "some total=x\n"} {
+		if _, err := ParsePressure([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

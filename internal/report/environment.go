@@ -27,6 +27,16 @@ type envField struct {
 	get  func(*envinfo.Snapshot) string
 }
 
+// envSame are, for the rows whose values vary from run to run without a
+// change of configuration, what must be equal between runs for the row to
+// be the same configuration: the round trip is measured before every run
+// and moves by microseconds (where the server is is what counts), and
+// GOMAXPROCS follows the clients (threads) of each run.
+var envSame = map[string]func(*envinfo.Snapshot) string{
+	"Server": func(s *envinfo.Snapshot) string { return s.Server.Where() },
+	"Driver": func(s *envinfo.Snapshot) string { return driverLine(s, false) },
+}
+
 var envFields = []envField{
 	{"Host", func(s *envinfo.Snapshot) string { return s.Host.Hostname }},
 	{"Operating system", func(s *envinfo.Snapshot) string {
@@ -120,18 +130,21 @@ var envFields = []envField{
 		return s.Postgres.Version
 	}},
 	{"Server", func(s *envinfo.Snapshot) string { return s.Server.Line() }},
-	{"Driver", func(s *envinfo.Snapshot) string {
-		d := s.Driver
-		if d.GoVersion == "" && d.TunebenchVersion == "" {
-			return ""
-		}
-		v := joinNonEmpty(" ", "tunebench", d.TunebenchVersion)
-		v = joinNonEmpty(", ", v, d.GoVersion)
-		if d.GOMAXPROCS > 0 {
-			v += ", GOMAXPROCS " + strconv.Itoa(d.GOMAXPROCS)
-		}
-		return v
-	}},
+	{"Driver", func(s *envinfo.Snapshot) string { return driverLine(s, true) }},
+}
+
+// driverLine is tunebench's and Go's versions, with GOMAXPROCS.
+func driverLine(s *envinfo.Snapshot, procs bool) string {
+	d := s.Driver
+	if d.GoVersion == "" && d.TunebenchVersion == "" {
+		return ""
+	}
+	v := joinNonEmpty(" ", "tunebench", d.TunebenchVersion)
+	v = joinNonEmpty(", ", v, d.GoVersion)
+	if procs && d.GOMAXPROCS > 0 {
+		v += ", GOMAXPROCS " + strconv.Itoa(d.GOMAXPROCS)
+	}
+	return v
 }
 
 // dataBlock is the block device under the data directory, nil when not
@@ -162,10 +175,17 @@ func environment(d *dataset) (env, settings []envRow, note string) {
 	}
 	for _, f := range envFields {
 		vals := make([]string, len(with))
+		var same []string
 		for i, rd := range with {
 			vals[i] = redact.Patterns(f.get(rd.Env))
+			if f := envSame[f.name]; f != nil {
+				same = append(same, f(rd.Env))
+			}
 		}
 		if row, ok := envRowOf(f.name, vals, with); ok {
+			if same != nil && row.Differs && !distinct(same) {
+				row.Differs = false // varies from run to run, not by configuration
+			}
 			env = append(env, row)
 		}
 	}
@@ -203,6 +223,16 @@ func environment(d *dataset) (env, settings []envRow, note string) {
 	return env, settings, note
 }
 
+// distinct reports whether vs holds more than one value.
+func distinct(vs []string) bool {
+	for _, v := range vs[1:] {
+		if v != vs[0] {
+			return true
+		}
+	}
+	return false
+}
+
 // envRowOf groups equal values; false when no run has a value.
 func envRowOf(name string, vals []string, runs []*runData) (envRow, bool) {
 	byVal := map[string][]int64{}
@@ -227,7 +257,7 @@ func envRowOf(name string, vals []string, runs []*runData) (envRow, bool) {
 			shown = "(not recorded)"
 		}
 		ev := envVal{Value: shown}
-		if row.Differs {
+		if len(order) > 1 {
 			ev.Runs = idList(byVal[v])
 		}
 		row.Values = append(row.Values, ev)

@@ -90,3 +90,31 @@ func TestEnvironmentStorageRows(t *testing.T) {
 		}
 	}
 }
+
+// A round trip that moves by microseconds between runs, and a GOMAXPROCS
+// that follows the clients, are shown with their runs but not marked as a
+// difference in configuration (issue 34); a server elsewhere, or another
+// tunebench, is.
+func TestEnvironmentMeasuredRowsNotDifferences(t *testing.T) {
+	run := func(id int64, addr string, rtt float64, procs int, version string) *runData {
+		env := loopEnv("xfs", 256)
+		env.Server = &envinfo.Server{Address: addr, RTTMs: rtt, RTTSamples: 20}
+		env.Driver = envinfo.Driver{TunebenchVersion: version, GoVersion: "go1.26.8", GOMAXPROCS: procs}
+		return &runData{Run: &store.Run{ID: id}, Env: env}
+	}
+	d := &dataset{Runs: []*runData{run(1, "127.0.0.1:5432", 0.061, 1, "a1"), run(2, "127.0.0.1:5432", 0.083, 2, "a1"), run(3, "127.0.0.1:5432", 0.070, 4, "a1")}}
+	env, _, _ := environment(d)
+	for _, name := range []string{"Server", "Driver"} {
+		r := envRowNamed(env, name)
+		if r == nil || r.Differs || len(r.Values) != 3 || r.Values[0].Runs != "1" {
+			t.Errorf("%s: %+v, want its 3 values shown with their runs, not marked", name, r)
+		}
+	}
+	d = &dataset{Runs: []*runData{run(1, "127.0.0.1:5432", 0.061, 2, "a1"), run(2, "10.0.0.5:5432", 0.5, 2, "b2")}}
+	env, _, _ = environment(d)
+	for _, name := range []string{"Server", "Driver"} {
+		if r := envRowNamed(env, name); r == nil || !r.Differs {
+			t.Errorf("%s: %+v, want it marked", name, r)
+		}
+	}
+}

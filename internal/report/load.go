@@ -76,7 +76,9 @@ type summaryFields struct {
 	Outages []results.Outage `json:"outages"`
 	// NotMeasured: what the run could not measure, and why.
 	NotMeasured map[string]string `json:"not_measured"`
-	OpenLoop    *struct {
+	// Hosts: the machines it measured, with their sources.
+	Hosts    []results.Host `json:"hosts"`
+	OpenLoop *struct {
 		TargetTPS   float64            `json:"target_tps"`
 		AchievedTPS float64            `json:"achieved_tps"`
 		Lag         map[string]float64 `json:"schedule_lag_ms"`

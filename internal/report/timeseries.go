@@ -37,6 +37,10 @@ type runChartDef struct {
 	// is more than 30 times the lowest positive one (a latency max that
 	// would flatten the percentiles).
 	LogWhenWide bool
+	// Host is the chart's title when the run says whose machine its
+	// series measure and from where (results.HostSeriesLabel): "CPU"
+	// becomes "CPU (database server host, pg_read_file through SQL)".
+	Host string
 }
 
 const (
@@ -51,8 +55,16 @@ var runChartDefs = []runChartDef{
 		{"latency_p50_ms", "p50"}, {"latency_p95_ms", "p95"}, {"latency_p99_ms", "p99"}, {"latency_max_ms", "max"}}},
 	{Title: "Errors per second", YLabel: "errors per second", Scale: 1, OmitIfZero: true, Series: []seriesDef{
 		{"errors", "errors per second"}}},
-	{Title: "CPU (whole machine)", YLabel: "% of all CPUs", Scale: 1, Stacked: true, Series: []seriesDef{
+	{Title: "CPU (whole machine)", Host: "CPU", YLabel: "% of all CPUs", Scale: 1, Stacked: true, Series: []seriesDef{
 		{"sys.cpu_user_pct", "user"}, {"sys.cpu_system_pct", "system"}, {"sys.cpu_iowait_pct", "iowait"}, {"sys.cpu_steal_pct", "steal"}}},
+	{Title: "CPU (database server host)", Host: "CPU", YLabel: "% of all CPUs", Scale: 1, Stacked: true, OmitIfZero: true, Series: []seriesDef{
+		{"server.sys.cpu_user_pct", "user"}, {"server.sys.cpu_system_pct", "system"}, {"server.sys.cpu_iowait_pct", "iowait"}, {"server.sys.cpu_steal_pct", "steal"}}},
+	{Title: "Container CPU", Host: "Container CPU", YLabel: "percent", Scale: 1, OmitIfZero: true, Series: []seriesDef{
+		{"container.cpu_pct", "% of one CPU"}, {"container.cpu_throttled_pct", "% of periods throttled"}}},
+	{Title: "Pressure stall", Host: "Pressure stall", YLabel: "% of time some task waited", Scale: 1, OmitIfZero: true, Series: []seriesDef{
+		{"sys.pressure_cpu_pct", "CPU"}, {"sys.pressure_io_pct", "I/O"}, {"sys.pressure_mem_pct", "memory"}}},
+	{Title: "Pressure stall (database server host)", Host: "Pressure stall", YLabel: "% of time some task waited", Scale: 1, OmitIfZero: true, Series: []seriesDef{
+		{"server.sys.pressure_cpu_pct", "CPU"}, {"server.sys.pressure_io_pct", "I/O"}, {"server.sys.pressure_mem_pct", "memory"}}},
 	{Title: "Process CPU", YLabel: "% of one CPU", Scale: 1, Series: []seriesDef{
 		{"pg.proc_cpu_pct", "PostgreSQL processes"}, {"driver.cpu_pct", "tunebench driver"}}},
 	{Title: "Wait events (sampled pg_stat_activity)", YLabel: "average active sessions", Scale: 1, Stacked: true, Prefix: "wait.", MaxLayers: 8},
@@ -72,10 +84,18 @@ var runChartDefs = []runChartDef{
 		{"pg.commits_s", "commits"}, {"pg.rollbacks_s", "rollbacks"}}},
 	{Title: "Buffer cache", YLabel: "blocks per second", Scale: 1, Series: []seriesDef{
 		{"pg.blks_hit_s", "hit"}, {"pg.blks_read_s", "read"}}},
-	{Title: "Memory", YLabel: "GiB", Scale: gib, Series: []seriesDef{
+	{Title: "Memory", Host: "Memory", YLabel: "GiB", Scale: gib, Series: []seriesDef{
 		{"sys.mem_used_bytes", "used"}, {"sys.page_cache_bytes", "page cache"}, {"pg.proc_rss_bytes", "PostgreSQL RSS"}}},
-	{Title: "Network", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
+	{Title: "Memory (database server host)", Host: "Memory", YLabel: "GiB", Scale: gib, OmitIfZero: true, Series: []seriesDef{
+		{"server.sys.mem_used_bytes", "used"}, {"server.sys.page_cache_bytes", "page cache"}}},
+	{Title: "Container memory", Host: "Container memory", YLabel: "GiB", Scale: gib, OmitIfZero: true, Series: []seriesDef{
+		{"container.mem_working_set_bytes", "working set"}}},
+	{Title: "Network", Host: "Network", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
 		{"net.rx_bytes_s", "received"}, {"net.tx_bytes_s", "sent"}, {"net.lo_bytes_s", "loopback"}}},
+	{Title: "Network (database server host)", Host: "Network", YLabel: "MB/s", Scale: mb, OmitIfZero: true, Series: []seriesDef{
+		{"server.net.rx_bytes_s", "received"}, {"server.net.tx_bytes_s", "sent"}, {"server.net.lo_bytes_s", "loopback"}}},
+	{Title: "Container I/O and network", Host: "Container I/O and network", YLabel: "MB/s", Scale: mb, OmitIfZero: true, Series: []seriesDef{
+		{"container.read_bytes_s", "read"}, {"container.write_bytes_s", "written"}, {"container.net_rx_bytes_s", "received"}, {"container.net_tx_bytes_s", "sent"}}},
 	{Title: "Driver GC pauses", YLabel: "ms per second", Scale: 1, Series: []seriesDef{{"driver.gc_pause_ms", "GC pause"}}},
 }
 
@@ -96,6 +116,9 @@ type runCharts struct {
 	// NotMeasured says what the run could not measure (a remote server's
 	// host), as the summary records it.
 	NotMeasured []string
+	// Hosts say where each machine's series came from (and what a source
+	// left missing).
+	Hosts []string
 	// OpenLoop is an open-loop run's schedule lag and, next to it, the
 	// driver's own dispatch delay.
 	OpenLoop string
@@ -140,6 +163,22 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 		rc.NotMeasured = append(rc.NotMeasured, strings.ReplaceAll(k, "_", " ")+": "+why)
 	}
 	slices.Sort(rc.NotMeasured)
+	for _, h := range rd.Sum.Hosts {
+		who := map[string]string{results.HostDriver: "The driver's machine", results.HostServer: "The database server host",
+			results.HostContainer: "The server's container"}[h.Role]
+		if h.Role == results.HostDriver && slices.ContainsFunc(rd.Sum.Hosts, func(x results.Host) bool { return x.Role == results.HostServer && x.SameMachine }) {
+			who = "The machine of the driver and the server"
+		}
+		line := fmt.Sprintf("%s: %s (series %s).", who, h.Source, strings.Join(h.Series, "*, ")+"*")
+		if h.MissingPct >= 1 {
+			line += fmt.Sprintf(" No sample for %.0f%% of the measured window", h.MissingPct)
+			if h.Error != "" {
+				line += ": " + h.Error
+			}
+			line += "."
+		}
+		rc.Hosts = append(rc.Hosts, line)
+	}
 	if ol := rd.Sum.OpenLoop; ol != nil {
 		rc.OpenLoop = fmt.Sprintf("Open loop at %.0f tps (achieved %.1f): schedule lag p50 %.3f ms, p99 %.3f ms; of it the driver's own dispatch delay p50 %.3f ms, p99 %.3f ms (the rest is queueing behind busy workers).",
 			ol.TargetTPS, ol.AchievedTPS, ol.Lag["p50"], ol.Lag["p99"], ol.Dispatch["p50"], ol.Dispatch["p99"])
@@ -166,6 +205,11 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 	}
 
 	for _, def := range runChartDefs {
+		if def.Host != "" && len(def.Series) > 0 {
+			if l := results.HostSeriesLabel(&results.Summary{Hosts: rd.Sum.Hosts}, def.Series[0].name); l != "" {
+				def.Title = def.Host + " (" + l + ")"
+			}
+		}
 		svg, err := seriesChart(def, sm, outs)
 		if err != nil {
 			return rc, err

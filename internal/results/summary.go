@@ -37,6 +37,10 @@ type Summary struct {
 	// NotMeasured names what the run could not measure, and why
 	// (NotMeasuredServerHost: WhyRemote for a server on another machine).
 	NotMeasured map[string]string `json:"not_measured,omitempty"`
+	// Hosts are the machines the run measured (the driver's, the
+	// database server's host, its container): each one's source, series,
+	// means and gaps.
+	Hosts []Host `json:"hosts,omitempty"`
 	// Measured holds the executor's figures (nil for workloads that
 	// measure themselves, like storage and fsblog).
 	*Measured
@@ -50,7 +54,9 @@ type Summary struct {
 // processes; WhyRemote says why they are not measured.
 const (
 	NotMeasuredServerHost = "server_host"
-	WhyRemote             = "not measured: remote server (the cpu, memory and network series are the driver's machine)"
+	WhyRemote             = "not measured: remote server (the cpu, memory and network series are the driver's machine); " +
+		"--host-metrics sql reads its /proc through the database (a superuser, or pg_read_server_files), " +
+		"--host-metrics http://HOST:9100/metrics its node_exporter"
 )
 
 // Reason is one reason for a run's status: Code for programs, Detail for
@@ -82,6 +88,10 @@ const (
 	// ReasonErrors: some transactions ended in errors, within
 	// max_errors_pct (status errors, exit 0).
 	ReasonErrors = "errors"
+	// ReasonHostGap: a host metric source (the server's host, its
+	// container) left more of the measured window without samples than
+	// the run accepts (status errors, exit 0: the run's figures stand).
+	ReasonHostGap = "host_metrics_gap"
 )
 
 // DoubtCodes are the reason codes that put a run's figures in doubt.

@@ -11,7 +11,9 @@ package target
 import (
 	"context"
 	"io"
+	"net/url"
 	"os/exec"
+	"strings"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
@@ -35,9 +37,12 @@ type Target interface {
 	// Databases makes, drops and copies databases (nil: the target cannot).
 	Databases() Databases
 	// Samplers are the target's metric samplers for a run: the server's
-	// statistics, its processes, the disk under its data. note reports a
-	// sampler left out, and why.
-	Samplers(ctx context.Context, note func(format string, a ...any)) []sampler.Spec
+	// statistics, and, as hm says, its host's (CPU, memory, network,
+	// pressure), its processes and the disk under its data, each Spec
+	// naming its host and source. note reports a sampler left out, and
+	// why. An error is a host-metric source that cannot work here (local
+	// with a server on another machine), said before the run.
+	Samplers(ctx context.Context, hm HostMetrics, note func(format string, a ...any)) ([]sampler.Spec, error)
 	// Env snapshots the environment of a run on this target.
 	Env(ctx context.Context, version string) *envinfo.Snapshot
 	// Remote reports whether the server is on another machine: its host's
@@ -51,6 +56,66 @@ type Target interface {
 	// Close releases what the target holds: restores the settings it
 	// applied when opened and stops a server it started.
 	Close(ctx context.Context) error
+}
+
+// HostMetrics says how a run measures the database server's host: its
+// CPU, memory, network, pressure stall, the disk under the data and the
+// server's processes.
+type HostMetrics struct {
+	// Source is HostAuto ("" too: this machine's /proc when the server
+	// runs here, nothing otherwise), HostLocal, HostSQL (the server's own
+	// /proc files read through the database: opt-in, it needs a
+	// privilege that reads any file of the server's OS user), HostNone,
+	// or the URL of the host's node_exporter (http://HOST:9100/metrics),
+	// scraped by the lifecycle.
+	Source string
+	// Disk names the server host's disk, as in /proc/diskstats, when the
+	// source cannot find the one under the data directory
+	// (node_exporter).
+	Disk string
+	// ContainerURL is a cAdvisor or kubelet /metrics endpoint, and
+	// Container the server's container name or id in it.
+	ContainerURL, Container string
+}
+
+// NotMeasuredNote starts a sampler note that says why the server's host
+// is not measured (the rest of the note); the run records it.
+const NotMeasuredNote = "server host not measured: "
+
+// Host metric sources (HostMetrics.Source).
+const (
+	HostAuto  = "auto"
+	HostLocal = "local"
+	HostSQL   = "sql"
+	HostNone  = "none"
+)
+
+// Scrape reports whether the source is a URL to scrape (node_exporter).
+func (h HostMetrics) Scrape() bool {
+	return strings.HasPrefix(h.Source, "http://") || strings.HasPrefix(h.Source, "https://")
+}
+
+// Check says what is wrong with hm, as a usage error with the fix.
+func (h HostMetrics) Check() error {
+	switch h.Source {
+	case "", HostAuto, HostLocal, HostSQL, HostNone:
+	default:
+		if !h.Scrape() {
+			return errs.Usage("give auto, local, sql, none, or the http:// URL of the server host's node_exporter (e.g. http://db1:9100/metrics)",
+				"--host-metrics %q is not a source", h.Source)
+		}
+		if _, err := url.Parse(h.Source); err != nil {
+			return errs.Usage("give the URL node_exporter serves, e.g. http://db1:9100/metrics", "--host-metrics: %v", err)
+		}
+	}
+	if (h.ContainerURL == "") != (h.Container == "") {
+		return errs.Usage("give both: --container-metrics http://NODE:8080/metrics (cAdvisor, or a kubelet's /metrics/cadvisor) and --container NAME (the server's container, by name or id)",
+			"--container-metrics and --container go together")
+	}
+	if h.ContainerURL != "" && !strings.HasPrefix(h.ContainerURL, "http://") && !strings.HasPrefix(h.ContainerURL, "https://") {
+		return errs.Usage("give the http:// URL of cAdvisor's /metrics (or a kubelet's /metrics/cadvisor)", "--container-metrics %q is not a URL", h.ContainerURL)
+	}
+	return nil
 }
 
 // Setting is one server setting, name=value.

@@ -45,12 +45,10 @@ func BenchmarkSample(b *testing.B) {
 	if _, err := os.Stat("/proc/stat"); err != nil {
 		b.Skip("no /proc")
 	}
-	b.Run("cpu", func(b *testing.B) { benchSample(b, &system.CPU{Proc: "/proc"}) })
-	b.Run("memory", func(b *testing.B) { benchSample(b, &system.Memory{Proc: "/proc"}) })
-	b.Run("net", func(b *testing.B) { benchSample(b, &system.Net{Proc: "/proc"}) })
+	b.Run("host", func(b *testing.B) { benchSample(b, &system.Host{Src: system.Local{}}) })
 	b.Run("driver", func(b *testing.B) { benchSample(b, &system.Driver{}) })
 	if d, _, err := system.DeviceForPath(os.TempDir()); err == nil {
-		b.Run("disk", func(b *testing.B) { benchSample(b, &system.Disk{Proc: "/proc", Device: d.Name}) })
+		b.Run("disk", func(b *testing.B) { benchSample(b, &system.Disk{Src: system.Local{}, Device: d.Name}) })
 	}
 
 	srv := testutil.StartServer(b)

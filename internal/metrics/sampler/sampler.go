@@ -61,7 +61,19 @@ type Spec struct {
 	// Interval between samples; 0 means the collector's tick. A shorter
 	// interval should divide the tick (e.g. 100 ms for a 1 s tick).
 	Interval time.Duration
+	// Host is the machine whose figures the sampler gives: HostDriver
+	// (where tunebench runs), HostServer (the database server's host),
+	// HostContainer (the server's container) or "" (the database's own
+	// statistics); Source says how it reads them ("local /proc", ...).
+	Host, Source string
 }
+
+// The hosts a sampler measures (Spec.Host).
+const (
+	HostDriver    = "driver"
+	HostServer    = "server"
+	HostContainer = "container"
+)
 
 // Options configures a Collector.
 type Options struct {

@@ -201,21 +201,33 @@ func openRead(path string) (fd int, err error) {
 }
 
 func (r *procReader) readGroup(procRoot string, root int) (Group, error) {
-	var g Group
 	pids, ok := r.children(procRoot, root, append(r.pids[:0], root))
 	if !ok {
 		var err error
 		if pids, err = r.scanChildren(procRoot, root, pids[:1]); err != nil {
-			return g, err
+			return Group{}, err
 		}
 	}
 	r.pids = pids
+	return SumGroup(root, pids, func(pid int, name string) ([]byte, error) {
+		return r.read(procRoot + "/" + strconv.Itoa(pid) + "/" + name)
+	})
+}
+
+// ProcFile reads a process's file under /proc/PID (stat, status or io): an
+// error wrapping fs.ErrNotExist when the process or the file is gone.
+type ProcFile func(pid int, name string) ([]byte, error)
+
+// SumGroup sums the processes pids (root first: the postmaster, then its
+// processes) from their stat, status and io files. A process gone while
+// being read is left out; the root's stat must be read.
+func SumGroup(root int, pids []int, read ProcFile) (Group, error) {
+	var g Group
 	var maxShm uint64
 	split := true
 	var sumVmRSS, sumPrivate uint64
 	for _, pid := range pids {
-		dir := procRoot + "/" + strconv.Itoa(pid)
-		b, err := r.read(dir + "/stat")
+		b, err := read(pid, "stat")
 		if err != nil {
 			if pid == root {
 				return g, err
@@ -231,7 +243,7 @@ func (r *procReader) readGroup(procRoot string, root int) (Group, error) {
 		if pid == root {
 			g.CPUTicks += st.CUTime + st.CSTime
 		}
-		if b, err := r.read(dir + "/status"); err == nil {
+		if b, err := read(pid, "status"); err == nil {
 			if ps, err := machine.ParseProcStatus(b); err == nil {
 				sumVmRSS += ps.VmRSS
 				sumPrivate += ps.RssAnon + ps.RssFile
@@ -239,7 +251,7 @@ func (r *procReader) readGroup(procRoot string, root int) (Group, error) {
 				maxShm = max(maxShm, ps.RssShmem)
 			}
 		}
-		b, err = r.read(dir + "/io")
+		b, err = read(pid, "io")
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) && g.IOErr == nil {
 				g.IOErr = err

@@ -2,9 +2,12 @@ package system
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/machine"
@@ -44,6 +47,20 @@ const (
 	DriverGC     = "driver.gc_pause_ms"
 )
 
+// Pressure stall series (PSI, Linux 4.20+): the share of time some task
+// waited for the resource ("full": every non-idle task did), in percent.
+const (
+	PSICPU     = "sys.pressure_cpu_pct"
+	PSIIO      = "sys.pressure_io_pct"
+	PSIIOFull  = "sys.pressure_io_full_pct"
+	PSIMem     = "sys.pressure_mem_pct"
+	PSIMemFull = "sys.pressure_mem_full_pct"
+)
+
+// ServerPrefix is put before the host series (sys.*, net.*) of a database
+// server's host measured apart from the machine tunebench runs on.
+const ServerPrefix = "server."
+
 // clock is the samplers' time source (monotonic); tests replace it.
 type clock func() time.Time
 
@@ -54,67 +71,162 @@ func (c clock) now() time.Time {
 	return c()
 }
 
-func readFile(root, name string) ([]byte, error) { return os.ReadFile(filepath.Join(root, name)) }
-
-// CPU samples /proc/stat: the split of all CPUs' time since the previous
-// sample, in percent.
-type CPU struct {
-	Proc string // /proc
-	prev machine.CPUTimes
-	have bool
+// FileSource reads a host's files: this machine's (Local), or a database
+// server's through SQL (target/pg). Read returns the contents by path; a
+// file that does not exist is left out of the map, and an error is the
+// source failing as a whole.
+type FileSource interface {
+	// Describe says where the files come from, e.g. "local /proc".
+	Describe() string
+	Read(ctx context.Context, paths []string) (map[string][]byte, error)
 }
 
-func (*CPU) Name() string { return "cpu" }
+// Local reads this machine's files; Root (tests: a fake tree) is put in
+// front of every path.
+type Local struct{ Root string }
 
-func (s *CPU) Sample(context.Context, time.Time) ([]sampler.Point, error) {
-	b, err := readFile(s.Proc, "stat")
+func (Local) Describe() string { return "local /proc" }
+
+func (l Local) Read(_ context.Context, paths []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(filepath.Join(l.Root, p))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[p] = b
+	}
+	return out, nil
+}
+
+// hostFiles are the files Host reads, in one Read (one round trip of a
+// remote source).
+var hostFiles = []string{"/proc/stat", "/proc/meminfo", "/proc/net/dev",
+	"/proc/pressure/cpu", "/proc/pressure/io", "/proc/pressure/memory"}
+
+// Host samples a host's CPU time split (/proc/stat, percent of all CPUs),
+// memory (/proc/meminfo), network (/proc/net/dev, bytes per second over
+// every non-loopback interface and over loopback) and pressure stall
+// (/proc/pressure, where the kernel has it) through Src. Prefix goes before
+// the series names: "" for the machine tunebench runs on (sys.*, net.*),
+// ServerPrefix for a database server's host.
+type Host struct {
+	Src    FileSource
+	Prefix string
+	clock  clock
+
+	prevCPU        machine.CPUTimes
+	haveCPU        bool
+	prevRx, prevTx uint64
+	prevLo         uint64
+	prevNetAt      time.Time
+	prevPSI        [3]machine.Pressure
+	psiOK          [3]bool
+	prevPSIAt      time.Time
+}
+
+func (h *Host) Name() string { return h.Prefix + "host" }
+
+func (h *Host) series(name string) string { return h.Prefix + name }
+
+func (h *Host) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, error) {
+	files, err := h.Src.Read(ctx, hostFiles)
 	if err != nil {
 		return nil, err
+	}
+	at := h.clock.now()
+	var pts []sampler.Point
+	b, ok := files["/proc/stat"]
+	if !ok {
+		return nil, errors.New("/proc/stat: not found")
 	}
 	cur, err := machine.ParseStat(b)
 	if err != nil {
 		return nil, err
 	}
-	prev, had := s.prev, s.have
-	s.prev, s.have = cur, true
-	if !had {
-		return nil, nil
+	prev, had := h.prevCPU, h.haveCPU
+	h.prevCPU, h.haveCPU = cur, true
+	if p, ok := machine.CPUPctBetween(prev, cur); had && ok {
+		pts = append(pts,
+			sampler.Point{Series: h.series(CPUUser), V: p.User}, sampler.Point{Series: h.series(CPUSystem), V: p.System},
+			sampler.Point{Series: h.series(CPUIOWait), V: p.IOWait}, sampler.Point{Series: h.series(CPUSteal), V: p.Steal},
+			sampler.Point{Series: h.series(CPUIdle), V: p.Idle})
 	}
-	p, ok := machine.CPUPctBetween(prev, cur)
-	if !ok {
-		return nil, nil
+	if b, ok := files["/proc/meminfo"]; ok {
+		m, err := machine.ParseMeminfo(b)
+		if err != nil {
+			return pts, err
+		}
+		pts = append(pts,
+			sampler.Point{Series: h.series(MemUsed), V: float64(m.Used())}, sampler.Point{Series: h.series(PageCache), V: float64(m.PageCache())},
+			sampler.Point{Series: h.series(MemDirty), V: float64(m.Dirty + m.Writeback)}, sampler.Point{Series: h.series(MemShmem), V: float64(m.Shmem)})
 	}
-	return []sampler.Point{
-		{Series: CPUUser, V: p.User}, {Series: CPUSystem, V: p.System}, {Series: CPUIOWait, V: p.IOWait},
-		{Series: CPUSteal, V: p.Steal}, {Series: CPUIdle, V: p.Idle},
-	}, nil
+	if b, ok := files["/proc/net/dev"]; ok {
+		m, err := machine.ParseNetDev(b)
+		if err != nil {
+			return pts, err
+		}
+		rx, tx, lo := machine.NetSums(m)
+		prevAt := h.prevNetAt
+		pr, pt, pl := h.prevRx, h.prevTx, h.prevLo
+		h.prevRx, h.prevTx, h.prevLo, h.prevNetAt = rx, tx, lo, at
+		// Interfaces coming and going (or counter wraps) make a sum go
+		// backwards: skip that interval.
+		if secs := at.Sub(prevAt).Seconds(); !prevAt.IsZero() && secs > 0 && rx >= pr && tx >= pt && lo >= pl {
+			pts = append(pts,
+				sampler.Point{Series: h.series(NetRx), V: float64(rx-pr) / secs}, sampler.Point{Series: h.series(NetTx), V: float64(tx-pt) / secs},
+				sampler.Point{Series: h.series(NetLo), V: float64(lo-pl) / secs})
+		}
+	}
+	pts = append(pts, h.pressure(files, at)...)
+	return pts, nil
 }
 
-// Memory samples /proc/meminfo (gauges).
-type Memory struct {
-	Proc string
+// pressure is the share of the interval tasks stalled on CPU, I/O and
+// memory, from the stall totals (microseconds).
+func (h *Host) pressure(files map[string][]byte, at time.Time) []sampler.Point {
+	var pts []sampler.Point
+	secs := at.Sub(h.prevPSIAt).Seconds()
+	had := !h.prevPSIAt.IsZero() && secs > 0
+	h.prevPSIAt = at
+	pct := func(cur, prev uint64) float64 { return 100 * float64(cur-prev) / 1e6 / secs }
+	for i, f := range []string{"/proc/pressure/cpu", "/proc/pressure/io", "/proc/pressure/memory"} {
+		b, ok := files[f]
+		if !ok {
+			h.psiOK[i] = false
+			continue
+		}
+		cur, err := machine.ParsePressure(b)
+		if err != nil {
+			h.psiOK[i] = false
+			continue
+		}
+		prev, prevOK := h.prevPSI[i], h.psiOK[i]
+		h.prevPSI[i], h.psiOK[i] = cur, true
+		if !had || !prevOK || cur.Some < prev.Some || cur.Full < prev.Full {
+			continue
+		}
+		switch i {
+		case 0:
+			pts = append(pts, sampler.Point{Series: h.series(PSICPU), V: pct(cur.Some, prev.Some)})
+		case 1:
+			pts = append(pts, sampler.Point{Series: h.series(PSIIO), V: pct(cur.Some, prev.Some)},
+				sampler.Point{Series: h.series(PSIIOFull), V: pct(cur.Full, prev.Full)})
+		case 2:
+			pts = append(pts, sampler.Point{Series: h.series(PSIMem), V: pct(cur.Some, prev.Some)},
+				sampler.Point{Series: h.series(PSIMemFull), V: pct(cur.Full, prev.Full)})
+		}
+	}
+	return pts
 }
 
-func (*Memory) Name() string { return "memory" }
-
-func (s *Memory) Sample(context.Context, time.Time) ([]sampler.Point, error) {
-	b, err := readFile(s.Proc, "meminfo")
-	if err != nil {
-		return nil, err
-	}
-	m, err := machine.ParseMeminfo(b)
-	if err != nil {
-		return nil, err
-	}
-	return []sampler.Point{
-		{Series: MemUsed, V: float64(m.Used())}, {Series: PageCache, V: float64(m.PageCache())},
-		{Series: MemDirty, V: float64(m.Dirty + m.Writeback)}, {Series: MemShmem, V: float64(m.Shmem)},
-	}, nil
-}
-
-// Disk samples one device's line of /proc/diskstats.
+// Disk samples one device's line of /proc/diskstats (the device under the
+// server's data directory) through Src.
 type Disk struct {
-	Proc   string
+	Src    FileSource
 	Device string // name in /proc/diskstats
 	clock  clock
 	prev   machine.DiskStat
@@ -123,10 +235,14 @@ type Disk struct {
 
 func (*Disk) Name() string { return "disk" }
 
-func (s *Disk) Sample(context.Context, time.Time) ([]sampler.Point, error) {
-	b, err := readFile(s.Proc, "diskstats")
+func (s *Disk) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, error) {
+	files, err := s.Src.Read(ctx, []string{"/proc/diskstats"})
 	if err != nil {
 		return nil, err
+	}
+	b, ok := files["/proc/diskstats"]
+	if !ok {
+		return nil, errors.New("/proc/diskstats: not found")
 	}
 	at := s.clock.now()
 	m, err := machine.ParseDiskstats(b)
@@ -146,59 +262,32 @@ func (s *Disk) Sample(context.Context, time.Time) ([]sampler.Point, error) {
 	if !ok {
 		return nil, nil
 	}
+	return DiskPoints(r), nil
+}
+
+// DiskPoints are the disk.* series of r.
+func DiskPoints(r machine.DiskRates) []sampler.Point {
 	return []sampler.Point{
 		{Series: DiskReadIOPS, V: r.ReadIOPS}, {Series: DiskWrIOPS, V: r.WriteIOPS},
 		{Series: DiskReadBps, V: r.ReadBytesS}, {Series: DiskWriteBps, V: r.WriteBytesS},
 		{Series: DiskAwait, V: r.AwaitMs}, {Series: DiskRAwait, V: r.ReadAwaitMs}, {Series: DiskWAwait, V: r.WriteAwaitMs},
 		{Series: DiskUtil, V: r.UtilPct},
-	}, nil
+	}
 }
 
-// Net samples /proc/net/dev: bytes per second over every non-loopback
-// interface, and over loopback (where a local benchmark's traffic goes).
-type Net struct {
-	Proc           string
-	clock          clock
-	prevRx, prevTx uint64
-	prevLo         uint64
-	prevAt         time.Time
-}
-
-func (*Net) Name() string { return "net" }
-
-func (s *Net) Sample(context.Context, time.Time) ([]sampler.Point, error) {
-	b, err := readFile(s.Proc, "net/dev")
-	if err != nil {
-		return nil, err
-	}
-	at := s.clock.now()
-	m, err := machine.ParseNetDev(b)
-	if err != nil {
-		return nil, err
-	}
-	rx, tx, lo := machine.NetSums(m)
-	prevAt := s.prevAt
-	pr, pt, pl := s.prevRx, s.prevTx, s.prevLo
-	s.prevRx, s.prevTx, s.prevLo, s.prevAt = rx, tx, lo, at
-	secs := at.Sub(prevAt).Seconds()
-	// Interfaces coming and going (or counter wraps) make a sum go
-	// backwards: skip that interval.
-	if prevAt.IsZero() || secs <= 0 || rx < pr || tx < pt || lo < pl {
-		return nil, nil
-	}
-	return []sampler.Point{
-		{Series: NetRx, V: float64(rx-pr) / secs}, {Series: NetTx, V: float64(tx-pt) / secs},
-		{Series: NetLo, V: float64(lo-pl) / secs},
-	}, nil
-}
-
-// PGProcs samples the PostgreSQL server's processes: the postmaster (found
-// by Postmaster on every sample, so a restarted server is followed) and its
-// children.
+// PGProcs samples the PostgreSQL server's processes: the postmaster and
+// its children. On this machine (Proc, Postmaster) the postmaster is found
+// on every sample, so a restarted server is followed, and its children
+// from the kernel's lists. On a server's host read through a FileSource
+// (Src, Procs), Procs lists the postmaster and its processes, and their
+// /proc/PID files come in one Read.
 type PGProcs struct {
 	Proc       string
 	Postmaster func() (int, error)
-	clock      clock
+	// Src and Procs: a remote host's processes (root first).
+	Src   FileSource
+	Procs func(ctx context.Context) (root int, pids []int, err error)
+	clock clock
 
 	reader  procReader
 	prevPM  int
@@ -209,18 +298,13 @@ type PGProcs struct {
 
 func (*PGProcs) Name() string { return "pg-processes" }
 
-func (s *PGProcs) Sample(context.Context, time.Time) ([]sampler.Point, error) {
-	pm, err := s.Postmaster()
-	if err != nil {
-		s.prevPM = 0
-		return nil, fmt.Errorf("finding the postmaster: %w", err)
-	}
-	at := s.clock.now()
-	g, err := s.reader.readGroup(s.Proc, pm)
+func (s *PGProcs) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, error) {
+	pm, g, err := s.read(ctx)
 	if err != nil {
 		s.prevPM = 0
 		return nil, err
 	}
+	at := s.clock.now()
 	pts := []sampler.Point{
 		{Series: PGProcRSS, V: float64(g.RSS)}, {Series: PGProcShmem, V: float64(g.Shmem)},
 		{Series: PGProcCount, V: float64(g.Procs)},
@@ -244,6 +328,40 @@ func (s *PGProcs) Sample(context.Context, time.Time) ([]sampler.Point, error) {
 		return pts, fmt.Errorf("PostgreSQL process I/O is not readable (%v): run tunebench as root or as the server's OS user to get %s and %s", g.IOErr, PGProcRead, PGProcWrite)
 	}
 	return pts, nil
+}
+
+// read finds the postmaster and sums its group, here or through Src.
+func (s *PGProcs) read(ctx context.Context) (int, Group, error) {
+	if s.Src == nil {
+		pm, err := s.Postmaster()
+		if err != nil {
+			return 0, Group{}, fmt.Errorf("finding the postmaster: %w", err)
+		}
+		g, err := s.reader.readGroup(s.Proc, pm)
+		return pm, g, err
+	}
+	root, pids, err := s.Procs(ctx)
+	if err != nil {
+		return 0, Group{}, err
+	}
+	var paths []string
+	for _, pid := range pids {
+		for _, f := range []string{"stat", "status", "io"} {
+			paths = append(paths, "/proc/"+strconv.Itoa(pid)+"/"+f)
+		}
+	}
+	files, err := s.Src.Read(ctx, paths)
+	if err != nil {
+		return 0, Group{}, err
+	}
+	g, err := SumGroup(root, pids, func(pid int, name string) ([]byte, error) {
+		p := "/proc/" + strconv.Itoa(pid) + "/" + name
+		if b, ok := files[p]; ok {
+			return b, nil
+		}
+		return nil, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
+	})
+	return root, g, err
 }
 
 // Driver samples tunebench's own process: CPU (percent of one CPU) and the

@@ -1,6 +1,9 @@
 package system
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/tunebench/tunebench/internal/machine"
 
 	"context"
@@ -166,65 +169,97 @@ func values(pts []sampler.Point) map[string]float64 {
 	return m
 }
 
-// writeProc copies a snapshot's files into a fake /proc root.
-func writeProc(t *testing.T, root, snap string) {
+// writeProc copies a snapshot's files into a fake tree's proc directory,
+// with pressure files whose totals grow by psi microseconds a snapshot.
+func writeProc(t *testing.T, root, snap string, psi uint64) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Join(root, "net"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, "proc", "net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "proc", "pressure"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for src, dst := range map[string]string{"stat": "stat", "meminfo": "meminfo", "diskstats": "diskstats", "net_dev": "net/dev"} {
-		if err := os.WriteFile(filepath.Join(root, dst), read(t, snap+"/"+src), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, "proc", dst), read(t, snap+"/"+src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, f := range []string{"cpu", "io", "memory"} {
+		text := fmt.Sprintf("some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n", 1000+psi*uint64(i+1), psi)
+		if err := os.WriteFile(filepath.Join(root, "proc", "pressure", f), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
+// TestSamplers: the host and disk samplers on two snapshots one (fake)
+// second apart: gauges at once, rates from the second reading on, the
+// series named with the host's prefix.
 func TestSamplers(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	writeProc(t, root, "snap1")
-	cpu, mem := &CPU{Proc: root}, &Memory{Proc: root}
-	disk := &Disk{Proc: root, Device: "vda", clock: fakeClock()}
-	netS := &Net{Proc: root, clock: fakeClock()}
-	all := []sampler.Sampler{cpu, mem, disk, netS}
-	first := map[string]float64{}
-	for _, s := range all {
-		pts, err := s.Sample(ctx, time.Time{})
-		if err != nil {
-			t.Fatalf("%s: %v", s.Name(), err)
+	writeProc(t, root, "snap1", 0)
+	for _, prefix := range []string{"", ServerPrefix} {
+		host := &Host{Src: Local{Root: root}, Prefix: prefix, clock: fakeClock()}
+		disk := &Disk{Src: Local{Root: root}, Device: "vda", clock: fakeClock()}
+		writeProc(t, root, "snap1", 0)
+		all := []sampler.Sampler{host, disk}
+		first := map[string]float64{}
+		for _, s := range all {
+			pts, err := s.Sample(ctx, time.Time{})
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name(), err)
+			}
+			for k, v := range values(pts) {
+				first[k] = v
+			}
 		}
-		for k, v := range values(pts) {
-			first[k] = v
+		// Rates need two readings; gauges come at once.
+		if len(first) != 4 || first[prefix+MemUsed] != (24684092-22539488)*1024 {
+			t.Errorf("first samples: %v", first)
+		}
+		writeProc(t, root, "snap2", 250000)
+		got := map[string]float64{}
+		for _, s := range all {
+			pts, err := s.Sample(ctx, time.Time{})
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name(), err)
+			}
+			for k, v := range values(pts) {
+				got[k] = v
+			}
+		}
+		for k, want := range map[string]float64{
+			prefix + CPUUser: 74.5, prefix + CPUSystem: 22.5, prefix + CPUIdle: 3, prefix + CPUIOWait: 0, prefix + CPUSteal: 0,
+			DiskReadIOPS: 0, DiskWrIOPS: 0, DiskAwait: 0, DiskUtil: 0,
+			prefix + NetRx: 0, prefix + NetTx: 0, prefix + NetLo: 112857633269 - 112851681471,
+			// 250 ms of 1 s stalled: 25%, twice and three times that for
+			// some io and memory.
+			prefix + PSICPU: 25, prefix + PSIIO: 50, prefix + PSIIOFull: 25, prefix + PSIMem: 75, prefix + PSIMemFull: 25,
+		} {
+			v, ok := got[k]
+			if !ok || !near(v, want) {
+				t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
+			}
 		}
 	}
-	// Rates need two readings; gauges come at once.
-	if len(first) != 4 || first[MemUsed] != (24684092-22539488)*1024 {
-		t.Errorf("first samples: %v", first)
-	}
-	writeProc(t, root, "snap2")
-	got := map[string]float64{}
-	for _, s := range all {
-		pts, err := s.Sample(ctx, time.Time{})
-		if err != nil {
-			t.Fatalf("%s: %v", s.Name(), err)
-		}
-		for k, v := range values(pts) {
-			got[k] = v
-		}
-	}
-	for k, want := range map[string]float64{
-		CPUUser: 74.5, CPUSystem: 22.5, CPUIdle: 3, CPUIOWait: 0, CPUSteal: 0,
-		DiskReadIOPS: 0, DiskWrIOPS: 0, DiskAwait: 0, DiskUtil: 0,
-		NetRx: 0, NetTx: 0, NetLo: 112857633269 - 112851681471,
-	} {
-		v, ok := got[k]
-		if !ok || !near(v, want) {
-			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
-		}
-	}
-	bad := &Disk{Proc: root, Device: "sdz"}
+	bad := &Disk{Src: Local{Root: root}, Device: "sdz"}
 	if _, err := bad.Sample(ctx, time.Time{}); err == nil || !strings.Contains(err.Error(), "sdz") {
 		t.Errorf("unknown device: %v", err)
+	}
+	// A kernel without pressure files: the other series come.
+	if err := os.RemoveAll(filepath.Join(root, "proc", "pressure")); err != nil {
+		t.Fatal(err)
+	}
+	h := &Host{Src: Local{Root: root}, clock: fakeClock()}
+	for range 2 {
+		pts, err := h.Sample(ctx, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := values(pts); v[PSICPU] != 0 || len(v) == 0 {
+			t.Errorf("without pressure files: %v", v)
+		}
 	}
 }
 
@@ -261,6 +296,40 @@ func TestPGProcsSampler(t *testing.T) {
 	s.Postmaster = func() (int, error) { return 0, os.ErrNotExist }
 	if _, err := s.Sample(context.Background(), time.Time{}); err == nil {
 		t.Error("no postmaster: no error")
+	}
+}
+
+// TestPGProcsThroughSource: the same processes read through a file
+// source (a server's host read over SQL) sum to what the local reader
+// reads.
+func TestPGProcsThroughSource(t *testing.T) {
+	root := filepath.Join("testdata", "root", "proc")
+	local, err := ReadGroup(root, 3177)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := []int{3177}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 3177 && pid != 1 {
+			pids = append(pids, pid)
+		}
+	}
+	s := &PGProcs{Src: Local{Root: filepath.Dir(root)}, Procs: func(context.Context) (int, []int, error) { return 3177, pids, nil }, clock: fakeClock()}
+	pts, err := s.Sample(context.Background(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := values(pts)
+	if v[PGProcCount] != float64(local.Procs) || v[PGProcRSS] != float64(local.RSS) || v[PGProcShmem] != float64(local.Shmem) {
+		t.Errorf("through the source %v, locally %+v", v, local)
+	}
+	s.Procs = func(context.Context) (int, []int, error) { return 999, []int{999}, nil }
+	if _, err := s.Sample(context.Background(), time.Time{}); err == nil {
+		t.Error("a postmaster whose stat is missing: no error")
 	}
 }
 

@@ -2,37 +2,78 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/machine"
 	"github.com/tunebench/tunebench/internal/metrics/pgstat"
 	"github.com/tunebench/tunebench/internal/metrics/sampler"
 	"github.com/tunebench/tunebench/internal/metrics/system"
+	"github.com/tunebench/tunebench/internal/target"
 )
 
 // procRoot is where the process samplers read.
 const procRoot = "/proc"
 
-// Samplers are the server's: pg_stat_* counters, the wait-event profile,
-// the PostgreSQL processes' CPU, memory and I/O (when they are visible from
-// here) and the disk under the data directory (when it is known).
-func (t *Target) Samplers(ctx context.Context, note func(format string, a ...any)) []sampler.Spec {
+// Samplers are the server's: pg_stat_* counters and the wait-event
+// profile, and, as hm says, its host's. On this machine (auto or local):
+// the PostgreSQL processes' CPU, memory and I/O (when they are visible
+// here) and the disk under the data directory, from /proc (the host's CPU,
+// memory and network are the driver machine's series). Through SQL: the
+// server's own /proc files read with pg_read_file: its host's CPU, memory,
+// network and pressure (server.* series), its disk (found from its mount
+// table) and its processes (the postmaster and pg_stat_activity's). A
+// node_exporter URL is the lifecycle's (a generic scrape); the processes
+// and disk of a server on this machine are then still read here.
+func (t *Target) Samplers(ctx context.Context, hm target.HostMetrics, note func(format string, a ...any)) ([]sampler.Spec, error) {
 	specs := []sampler.Spec{
 		{Sampler: pgstat.NewStats(t.conn.ConnectStd, "")},
 		{Sampler: pgstat.NewWaits(t.conn.ConnectStd), Interval: pgstat.WaitInterval},
 	}
-	if t.Remote() {
-		// A pid or a path read from the server names something else here.
-		note("PostgreSQL process and disk metrics not measured: remote server (the cpu, memory and network series are the driver's machine)")
-		return specs
+	switch src := hm.Source; {
+	case src == target.HostNone:
+		return specs, nil
+	case src == target.HostSQL:
+		host, err := t.sqlSamplers(ctx, hm, note)
+		return append(specs, host...), err
+	case src == target.HostLocal && t.Remote():
+		return nil, errs.Usage("give --host-metrics sql (the server's /proc read through the database: a superuser, or pg_read_server_files) or --host-metrics http://HOST:9100/metrics (its node_exporter)",
+			"--host-metrics local reads this machine's /proc, and the server runs on another machine (%s)", t.Describe())
+	case t.Remote():
+		if !hm.Scrape() {
+			note("%s", whyRemote)
+		} else {
+			note("PostgreSQL process metrics not measured: node_exporter has no per-process figures (--host-metrics sql has them)")
+		}
+		return specs, nil
 	}
+	return append(specs, t.localSamplers(ctx, note)...), nil
+}
+
+// whyRemote says what a remote server's run does not measure and
+// which options would.
+const whyRemote = target.NotMeasuredNote + "remote server (the cpu, memory and network series are the driver's machine); " +
+	"--host-metrics sql reads its /proc through the database, --host-metrics http://HOST:9100/metrics its node_exporter"
+
+// localSamplers are the server's processes and disk read from this
+// machine's /proc.
+func (t *Target) localSamplers(ctx context.Context, note func(format string, a ...any)) []sampler.Spec {
+	var specs []sampler.Spec
+	src := system.Local{}
 	dataDir, postmaster := t.locateServer(ctx)
 	if postmaster == nil {
 		note("PostgreSQL process metrics off: the server's processes are not visible here (another host, container or PID namespace?)")
 	} else {
-		specs = append(specs, sampler.Spec{Sampler: &system.PGProcs{Proc: procRoot, Postmaster: postmaster}})
+		specs = append(specs, sampler.Spec{Sampler: &system.PGProcs{Proc: procRoot, Postmaster: postmaster}, Host: sampler.HostServer, Source: src.Describe()})
 	}
 	if dataDir != "" && postmaster == nil {
 		// A path the server names is only its own here when its
@@ -43,9 +84,244 @@ func (t *Target) Samplers(ctx context.Context, note func(format string, a ...any
 	} else if dev, _, err := system.DeviceForPath(dataDir); err != nil {
 		note("disk metrics off: %v", err)
 	} else {
-		specs = append(specs, sampler.Spec{Sampler: &system.Disk{Proc: procRoot, Device: dev.Name}})
+		specs = append(specs, sampler.Spec{Sampler: &system.Disk{Src: src, Device: dev.Name}, Host: sampler.HostServer, Source: src.Describe()})
 	}
 	return specs
+}
+
+// sqlSamplers read the server's host through SQL: its files with
+// pg_read_file, which needs a superuser or a role with EXECUTE on it and
+// membership of pg_read_server_files. Without that privilege the host is
+// not measured, and the note says which grant would allow it.
+func (t *Target) sqlSamplers(ctx context.Context, hm target.HostMetrics, note func(format string, a ...any)) ([]sampler.Spec, error) {
+	src := &sqlFiles{connect: t.conn.ConnectStd}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := src.check(cctx); err != nil {
+		var ne *notReadable
+		if errors.As(err, &ne) {
+			note("%s", ne.Error())
+			return nil, nil
+		}
+		note("%s%v", target.NotMeasuredNote, err)
+		return nil, nil
+	}
+	desc := src.Describe()
+	specs := []sampler.Spec{
+		{Sampler: &system.Host{Src: src, Prefix: system.ServerPrefix}, Host: sampler.HostServer, Source: desc},
+		{Sampler: &system.PGProcs{Src: src, Procs: src.procs}, Host: sampler.HostServer, Source: desc},
+	}
+	dev := hm.Disk
+	if dev == "" {
+		var err error
+		if dev, err = src.dataDisk(cctx); err != nil {
+			note("disk metrics off: %v (give --host-disk NAME, the device as in the server's /proc/diskstats)", err)
+		}
+	}
+	if dev != "" {
+		specs = append(specs, sampler.Spec{Sampler: &system.Disk{Src: src, Device: dev}, Host: sampler.HostServer, Source: desc})
+	}
+	return specs, nil
+}
+
+// sqlFiles reads the server host's files with pg_read_file, on a
+// connection of its own (made again after an error), with a timeout on
+// every read: a slow server leaves a gap in the series, never a sampler
+// that holds the run up.
+type sqlFiles struct {
+	connect Connector
+	// mu serialises the samplers that share the source (and its
+	// connection).
+	mu   sync.Mutex
+	conn *pgx.Conn
+	role string
+}
+
+// sqlReadTimeout bounds one read of the server's files.
+const sqlReadTimeout = 2 * time.Second
+
+// maxFileBytes bounds one file (the /proc files read are a few KiB).
+const maxFileBytes = 1 << 20
+
+func (s *sqlFiles) Describe() string { return "pg_read_file through SQL" }
+
+func (s *sqlFiles) conned(ctx context.Context) (*pgx.Conn, error) {
+	if s.conn != nil && !s.conn.IsClosed() {
+		return s.conn, nil
+	}
+	c, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.conn = c
+	return c, nil
+}
+
+// Read reads the files in one statement; a file that does not exist comes
+// back NULL and is left out.
+func (s *sqlFiles) Read(ctx context.Context, paths []string) (map[string][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.read(ctx, paths)
+}
+
+func (s *sqlFiles) read(ctx context.Context, paths []string) (map[string][]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, sqlReadTimeout)
+	defer cancel()
+	c, err := s.conned(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.Query(ctx, "SELECT f, pg_read_file(f, 0, $2, true) FROM unnest($1::text[]) AS f", paths, maxFileBytes)
+	if err != nil {
+		s.drop()
+		return nil, err
+	}
+	out := make(map[string][]byte, len(paths))
+	for rows.Next() {
+		var f string
+		var b *string
+		if err := rows.Scan(&f, &b); err != nil {
+			rows.Close()
+			s.drop()
+			return nil, err
+		}
+		if b != nil {
+			out[f] = []byte(*b)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		s.drop()
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *sqlFiles) drop() {
+	if s.conn != nil {
+		_ = s.conn.Close(context.Background())
+		s.conn = nil
+	}
+}
+
+// Close closes the connection (sampler.Closer).
+func (s *sqlFiles) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drop()
+	return nil
+}
+
+// notReadable is a role that cannot read the server's files.
+type notReadable struct {
+	role string
+	err  error
+}
+
+func (e *notReadable) Error() string {
+	return fmt.Sprintf(target.NotMeasuredNote+"the role %s cannot read the server's files (%v); connect as a superuser, or "+
+		"GRANT pg_read_server_files TO %s; GRANT EXECUTE ON FUNCTION pg_read_file(text, bigint, bigint, boolean) TO %s "+
+		"(that role reads any file the server's OS user can read)", e.role, e.err, e.role, e.role)
+}
+
+// check reads a byte of /proc/stat: a role without the privilege gets a
+// notReadable, a server without /proc (not Linux) an error saying so.
+func (s *sqlFiles) check(ctx context.Context) error {
+	c, err := s.conned(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.QueryRow(ctx, "SELECT current_user").Scan(&s.role); err != nil {
+		return err
+	}
+	var b *string
+	err = c.QueryRow(ctx, "SELECT pg_read_file('/proc/stat', 0, 64, true)").Scan(&b)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42501":
+		return &notReadable{role: s.role, err: errors.New(pe.Message)}
+	case err != nil:
+		s.drop()
+		return err
+	case b == nil:
+		return errors.New("the server has no /proc/stat (a server not on Linux?)")
+	}
+	return nil
+}
+
+// procs are the postmaster (from postmaster.pid in the data directory) and
+// the processes pg_stat_activity lists (backends and the auxiliary
+// processes), the postmaster first.
+func (s *sqlFiles) procs(ctx context.Context) (int, []int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, sqlReadTimeout)
+	defer cancel()
+	c, err := s.conned(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	var pidFile string
+	var pids []int32
+	err = c.QueryRow(ctx, "SELECT pg_read_file('postmaster.pid'), array_agg(pid) FROM pg_stat_activity WHERE pid IS NOT NULL").Scan(&pidFile, &pids)
+	if err != nil {
+		s.drop()
+		return 0, nil, err
+	}
+	root, err := system.ParsePostmasterPID([]byte(pidFile))
+	if err != nil {
+		return 0, nil, err
+	}
+	out := []int{root}
+	for _, p := range pids {
+		if int(p) != root {
+			out = append(out, int(p))
+		}
+	}
+	return root, out, nil
+}
+
+// dataDisk finds the disk under the data directory on the server's host:
+// the device of the mount holding it in the server's mount table, and, for
+// a partition, its whole disk (as the local disk sampler reads it), named
+// as in the server's /proc/diskstats.
+func (s *sqlFiles) dataDisk(ctx context.Context) (string, error) {
+	c, err := s.conned(ctx)
+	if err != nil {
+		return "", err
+	}
+	var dataDir string
+	if err := c.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dataDir); err != nil {
+		return "", fmt.Errorf("the data directory is unknown: %w", err)
+	}
+	files, err := s.Read(ctx, []string{"/proc/self/mountinfo", "/proc/diskstats"})
+	if err != nil {
+		return "", err
+	}
+	mounts, err := machine.ParseMounts(files["/proc/self/mountinfo"])
+	if err != nil {
+		return "", fmt.Errorf("the server's mount table: %w", err)
+	}
+	m := machine.MountFor(mounts, dataDir)
+	if m == nil {
+		return "", fmt.Errorf("no mount holds %s on the server", dataDir)
+	}
+	majMin := m.Device()
+	if part, _ := s.Read(ctx, []string{"/sys/dev/block/" + majMin + "/partition"}); len(part) > 0 {
+		if d, _ := s.Read(ctx, []string{"/sys/dev/block/" + majMin + "/../dev"}); len(d) > 0 {
+			majMin = strings.TrimSpace(string(d["/sys/dev/block/"+majMin+"/../dev"]))
+		}
+	}
+	stats, err := machine.ParseDiskstats(files["/proc/diskstats"])
+	if err != nil {
+		return "", err
+	}
+	for name, st := range stats {
+		if fmt.Sprintf("%d:%d", st.Major, st.Minor) == majMin {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%s is on %s (%s, device %s), which is not a disk in the server's /proc/diskstats", dataDir, m.MountPoint, m.FSType, majMin)
 }
 
 // locateServer finds the data directory and a function returning the
