@@ -7,8 +7,9 @@
 #   scripts/ensure-deps.sh          what tunebench needs (make quickstart)
 #   scripts/ensure-deps.sh --test   and what the test suite needs (make test):
 #                                   fio, the filesystem and loop device
-#                                   tools (xfsprogs and btrfs-progs too), ip
-#                                   and setpriv; then the TPC-H answer oracle
+#                                   tools (xfsprogs and btrfs-progs too), ip,
+#                                   setpriv and prometheus-node-exporter;
+#                                   then the TPC-H answer oracle
 #                                   (scripts/tpch-oracle.sh). Where they
 #                                   cannot be installed (not root), it says
 #                                   which tests will skip, and goes on.
@@ -57,6 +58,9 @@ if [ "$test_deps" = 1 ]; then
   have_tool mkfs.btrfs || tpkgs+=(btrfs-progs)
   have_tool ip || tpkgs+=(iproute2)
   have_tool setpriv || tpkgs+=(util-linux)
+  # The host-metrics tests scrape a node_exporter they start in the
+  # server's network namespace.
+  have_tool prometheus-node-exporter || tpkgs+=(prometheus-node-exporter)
 else
   have_tool mkfs.xfs || opt+=(xfsprogs)
   have_tool mkfs.btrfs || opt+=(btrfs-progs)

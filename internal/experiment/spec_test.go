@@ -119,6 +119,12 @@ func TestParseErrors(t *testing.T) {
 		{"workload typo", "workload:\n  name: olpt\n",
 			`exp.yaml:2: unknown workload "olpt" (did you mean oltp?); experiments run bench, oltp`},
 		{"no workload", "name: x\n", `exp.yaml: no workload`},
+		{"host metrics source", "workload: {name: bench}\ntarget:\n  host_metrics: sqll\n",
+			`exp.yaml:3: target.host_metrics "sqll" is not a source (give auto, local, sql, none, or the http:// URL`},
+		{"host metrics container", "workload: {name: bench}\ntarget:\n  host_metrics: {container_metrics: http://n1:8080/metrics}\n",
+			`exp.yaml:3: container_metrics and container go together`},
+		{"host metrics key", "workload: {name: bench}\ntarget:\n  host_metrics: {sorce: sql}\n",
+			`exp.yaml:3: unknown key "sorce" in target.host_metrics (did you mean source?)`},
 		{"negative duration", "workload:\n  name: bench\n  options: {duration: -5s}\n",
 			`exp.yaml:3: duration must not be negative (-5s)`},
 		{"bare number duration", "workload:\n  name: bench\n  options: {duration: 60}\n",
@@ -255,5 +261,19 @@ func TestParseRebasesPaths(t *testing.T) {
 	s, err = Parse("studies/exp.yaml", []byte("workload: {name: bench, options: {file: c.sql}}\n"), cat)
 	if err != nil || s.Options["file"] != "studies/c.sql" {
 		t.Errorf("workload option %q, %v", s.Options["file"], err)
+	}
+}
+
+// target.host_metrics: a source, or a mapping of source, disk and
+// container, as the run flags.
+func TestParseHostMetrics(t *testing.T) {
+	s := mustParse(t, "workload: {name: bench}\ntarget:\n  dsn: host=db1\n  host_metrics: sql\n")
+	if s.Target.HostMetrics.Source != "sql" {
+		t.Errorf("scalar: %+v", s.Target.HostMetrics)
+	}
+	s = mustParse(t, "workload: {name: bench}\ntarget:\n  dsn: host=db1\n  host_metrics: {source: 'http://db1:9100/metrics', disk: nvme0n1, container_metrics: 'http://db1:8080/metrics', container: pg}\n")
+	hm := s.Target.HostMetrics
+	if hm.Source != "http://db1:9100/metrics" || hm.Disk != "nvme0n1" || hm.ContainerURL != "http://db1:8080/metrics" || hm.Container != "pg" {
+		t.Errorf("mapping: %+v", hm)
 	}
 }

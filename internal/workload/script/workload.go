@@ -331,6 +331,11 @@ func findScale(ctx context.Context, t *pgt.Target, opt int64, prog *program) (in
 	if opt > 0 {
 		return opt, "option", nil
 	}
+	if !usesScale(prog) {
+		// Nothing reads :scale: the database is not asked (a role may
+		// not read pgbench_branches).
+		return 1, "default", nil
+	}
 	conn, err := t.Connect(ctx)
 	if err != nil {
 		return 0, "", err
