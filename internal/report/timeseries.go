@@ -68,14 +68,14 @@ var runChartDefs = []runChartDef{
 	{Title: "Process CPU", YLabel: "% of one CPU", Scale: 1, Series: []seriesDef{
 		{"pg.proc_cpu_pct", "PostgreSQL processes"}, {"driver.cpu_pct", "tunebench driver"}}},
 	{Title: "Wait events (sampled pg_stat_activity)", YLabel: "average active sessions", Scale: 1, Stacked: true, Prefix: "wait.", MaxLayers: 8},
-	{Title: "Disk throughput (data directory device)", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
+	{Title: "Disk throughput (data directory device)", Host: "Disk throughput, data directory device", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
 		{"disk.read_bytes_s", "device read"}, {"disk.write_bytes_s", "device write"},
 		{"pg.proc_read_bytes_s", "PostgreSQL read"}, {"pg.proc_write_bytes_s", "PostgreSQL write"}}},
-	{Title: "Disk IOPS", YLabel: "I/O per second", Scale: 1, Series: []seriesDef{
+	{Title: "Disk IOPS", Host: "Disk IOPS", YLabel: "I/O per second", Scale: 1, Series: []seriesDef{
 		{"disk.read_iops", "read"}, {"disk.write_iops", "write"}}},
-	{Title: "Disk await", YLabel: "ms", Scale: 1, Series: []seriesDef{
+	{Title: "Disk await", Host: "Disk await", YLabel: "ms", Scale: 1, Series: []seriesDef{
 		{"disk.await_ms", "all"}, {"disk.read_await_ms", "read"}, {"disk.write_await_ms", "write"}}},
-	{Title: "Disk utilisation", YLabel: "% of time busy", Scale: 1, Series: []seriesDef{{"disk.util_pct", "busy"}}},
+	{Title: "Disk utilisation", Host: "Disk utilisation", YLabel: "% of time busy", Scale: 1, Series: []seriesDef{{"disk.util_pct", "busy"}}},
 	{Title: "WAL and temporary files", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
 		{"pg.wal_bytes_s", "WAL written"}, {"pg.temp_bytes_s", "temp files"}}},
 	{Title: "Buffers written", YLabel: "buffers per second", Scale: 1, Series: []seriesDef{
