@@ -5,6 +5,10 @@ import (
 	"strings"
 )
 
+// MountinfoFile is a process's mount table under /proc: a server host's,
+// read through another source (SQL), is parsed by ParseMounts.
+const MountinfoFile = "/proc/self/mountinfo"
+
 // Mount is one line of a mount table (/proc/PID/mountinfo, proc(5)), its
 // paths unescaped (a space is a space, not \040).
 type Mount struct {

@@ -294,11 +294,11 @@ func (s *sqlFiles) dataDisk(ctx context.Context) (string, error) {
 	if err := c.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dataDir); err != nil {
 		return "", fmt.Errorf("the data directory is unknown: %w", err)
 	}
-	files, err := s.Read(ctx, []string{"/proc/self/mountinfo", "/proc/diskstats"})
+	files, err := s.Read(ctx, []string{machine.MountinfoFile, "/proc/diskstats"})
 	if err != nil {
 		return "", err
 	}
-	mounts, err := machine.ParseMounts(files["/proc/self/mountinfo"])
+	mounts, err := machine.ParseMounts(files[machine.MountinfoFile])
 	if err != nil {
 		return "", fmt.Errorf("the server's mount table: %w", err)
 	}
