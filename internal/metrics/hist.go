@@ -174,6 +174,46 @@ func (h *Hist) MeanMs() float64 { return h.h.Mean() / 1000 }
 // StdDevMs returns the standard deviation in milliseconds.
 func (h *Hist) StdDevMs() float64 { return h.h.StdDev() / 1000 }
 
+// CountsAtOrBelow sets out[i] to the number of values at or below
+// bounds[i] (microseconds, ascending; out as long as bounds): the
+// cumulative buckets of a Prometheus histogram. A value counts by the
+// lowest value of its HDR bucket, so a bound splits values only to the
+// histogram's resolution (three significant digits). It walks the buckets
+// up to the highest recorded value once; a live view calls it once per
+// tick, never per transaction.
+func (h *Hist) CountsAtOrBelow(bounds []int64, out []int64) {
+	for i := range out {
+		out[i] = 0
+	}
+	if h.Count() == 0 {
+		return
+	}
+	i := 0
+	var below int64
+	for _, bar := range h.h.Distribution() {
+		for i < len(bounds) && bar.From > bounds[i] {
+			out[i] = below
+			i++
+		}
+		if i == len(bounds) {
+			return
+		}
+		below += bar.Count
+	}
+	for ; i < len(bounds); i++ {
+		out[i] = below
+	}
+}
+
+// SumMicros is the sum of the recorded values in microseconds, from the
+// bucket-midpoint mean (MeanMs): exact to the histogram's resolution.
+func (h *Hist) SumMicros() float64 {
+	if h.Count() == 0 {
+		return 0
+	}
+	return h.h.Mean() * float64(h.Count())
+}
+
 // Equal reports whether h and o hold the same counts and overflow.
 func (h *Hist) Equal(o *Hist) bool {
 	return h.overflow == o.overflow && h.h.Equals(o.h)
