@@ -117,6 +117,7 @@ type runFlags struct {
 	noSamplers bool
 	progress   time.Duration
 	cpuProfile string
+	live       liveFlags
 }
 
 // addRunFlags adds the run flags a workload's capabilities call for: the
@@ -127,6 +128,7 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 	rf.results.add(fs)
 	fs.StringVar(&rf.json, "json", "", "write the run summary as JSON to this file (see docs/json-summary.md)")
 	fs.StringVar(&rf.experiment, "experiment", "", "experiment name to file the run under")
+	rf.live.add(fs)
 	if len(w.Meta().Dialects) > 0 {
 		rf.conn.add(fs)
 		fs.StringArrayVar(&rf.settings, "set", nil, "server setting name=value for this run, applied with ALTER SYSTEM, verified, restored afterwards (repeatable; needs superuser)")

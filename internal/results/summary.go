@@ -37,6 +37,9 @@ type Summary struct {
 	// NotMeasured names what the run could not measure, and why
 	// (NotMeasuredServerHost: WhyRemote for a server on another machine).
 	NotMeasured map[string]string `json:"not_measured,omitempty"`
+	// RunKey labels the run's live series (--listen: docs/live.md) from
+	// its start, before it has a run id; empty without --listen.
+	RunKey string `json:"run_key,omitempty"`
 	// Measured holds the executor's figures (nil for workloads that
 	// measure themselves, like storage and fsblog).
 	*Measured
