@@ -253,6 +253,9 @@ func TestListenPrometheusAndPage(t *testing.T) {
 	if !strings.Contains(string(stored.Summary), `"run_key":"`+sum.RunKey+`"`) {
 		t.Errorf("the stored summary lacks the run key: %s", stored.Summary)
 	}
+	if r := h.must(0, "results", "show", strconv.FormatInt(sum.RunID, 10), "--results", results); !strings.Contains(r.stdout, "run key: "+sum.RunKey) {
+		t.Errorf("results show does not name the run key:\n%s", r.stdout)
+	}
 
 	// The run's counter in Prometheus: the last value scraped (the run's
 	// series went stale when it stopped serving; a range keeps them).

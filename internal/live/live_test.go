@@ -296,7 +296,7 @@ func promtool(t *testing.T, text string) {
 // other labels stay.
 func TestShardLabel(t *testing.T) {
 	hub := NewHub()
-	r := hub.NewRun(RunInfo{Key: "k2", Workload: "wl", Shard: "2/4", PlanRun: -1, Headline: Headline{Metric: "tps"}})
+	r := hub.NewRun(RunInfo{Key: "k2", Workload: "wl", Shard: "2/4", PlanRun: -1, Headline: Headline{Metric: "tps"}, Ticks: true})
 	g := metrics.NewRegistry(false)
 	g.NewRecorder().Record(metrics.PhaseMeasure, "op", step.ClassOK, time.Millisecond)
 	r.Tick(harvestTick(g, 1, run.PhaseMeasure), 1, true)
@@ -307,6 +307,26 @@ func TestShardLabel(t *testing.T) {
 	}
 	find(t, fams, MetricLatency, map[string]string{"shard": "2/4"})
 	find(t, fams, MetricCommitted, map[string]string{"shard": "2/4", "phase": "measure"})
+}
+
+// TestSelfMeasured: a workload that measures itself serves no transaction
+// counters (it has none live), its samplers, and its headline at the end.
+func TestSelfMeasured(t *testing.T) {
+	hub := NewHub()
+	r := hub.NewRun(RunInfo{Key: "k3", Workload: "selfy", PlanRun: -1, Headline: Headline{Metric: "tps"}})
+	r.Points(time.Now(), []sampler.Point{{Series: "sys.cpu_user_pct", V: 3}})
+	fams, _ := scrape(t, hub.Handler())
+	for _, n := range []string{MetricCommitted, MetricErrors, MetricTransactions, MetricHeadline} {
+		if fams[n] != nil {
+			t.Errorf("%s served for a run that measures itself, before its end", n)
+		}
+	}
+	find(t, fams, MetricSample, map[string]string{"series": "sys.cpu_user_pct"})
+	r.Finish(&results.Summary{Status: "ok", Measured: &results.Measured{TPS: 9}}, nil)
+	fams, _ = scrape(t, hub.Handler())
+	if v := find(t, fams, MetricHeadline, nil).GetGauge().GetValue(); v != 9 {
+		t.Errorf("headline %v", v)
+	}
 }
 
 func getJSON(t *testing.T, h http.Handler, url string) *pageJSON {

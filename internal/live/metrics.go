@@ -160,9 +160,13 @@ func (rc *runCopy) emit(ch chan<- prometheus.Metric) {
 			errors[k.phase] += n
 		}
 	}
-	// Both phases' totals are served from the start (0 until the first
-	// transaction), so that rate() and increase() see the counter begin.
+	// Both phases' totals are served from the start of an executor's run
+	// (0 until the first transaction), so that rate() and increase() see
+	// the counter begin; a workload that measures itself has none.
 	for _, ph := range []string{PhaseWarmup, PhaseMeasure} {
+		if !rc.info.Ticks {
+			break
+		}
 		ch <- prometheus.MustNewConstMetric(d.committed, prometheus.CounterValue, float64(committed[ph]), ph)
 		ch <- prometheus.MustNewConstMetric(d.errors, prometheus.CounterValue, float64(errors[ph]), ph)
 	}

@@ -33,6 +33,9 @@ func ResolveAddr(s string) (string, error) {
 	if v == "" {
 		return "", bad("it is empty")
 	}
+	if net.ParseIP(v) != nil {
+		return "", bad("an address needs a port too (" + net.JoinHostPort(v, "9100") + ")")
+	}
 	host, port := "", v
 	if strings.Contains(v, ":") {
 		var err error
