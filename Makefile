@@ -58,6 +58,13 @@ bench-ab: deps build
 bench-openloop: deps build
 	scripts/bench-openloop.sh
 
+# Benchmark (not a test): what the live view costs the driver, tpcb
+# select-only with and without --listen plus a reader of /metrics and
+# /api/live every second, alternated (docs/benchmarks.md).
+.PHONY: bench-live
+bench-live: deps build
+	scripts/bench-live.sh
+
 # Benchmark (not a test): TPC-C-like load speed and NOPM per mode and
 # virtual users on a managed server (docs/benchmarks.md).
 bench-tpcc: deps build
