@@ -58,7 +58,8 @@ var boundsMicros = func() []int64 {
 	return out
 }()
 
-// History limits: what the page can draw after it was opened late.
+// History limits: what the page can draw after it was opened late (at
+// least this much, at most twice: see trim).
 const (
 	maxTicks  = 3600 // one hour of 1 s ticks
 	maxPoints = 3600 // per host series
@@ -316,13 +317,21 @@ func (r *Run) Tick(tk run.Tick, headline float64, hasHeadline bool) {
 		Headline: headline, HasHead: hasHeadline, P50: tk.P50Ms, P95: tk.P95Ms, P99: tk.P99Ms, Max: tk.MaxMs,
 		Errors: tk.Errors, Active: tk.ActiveWorkers, Queue: tk.QueueDepth}
 	r.last, r.ticked = rec, true
-	r.ticks = append(r.ticks, rec)
-	if len(r.ticks) > maxTicks {
-		r.ticks = append(r.ticks[:0:0], r.ticks[len(r.ticks)-maxTicks:]...)
-	}
+	r.ticks = trim(append(r.ticks, rec), maxTicks)
 	if hasHeadline && !r.headline.final {
 		r.headline.v, r.headline.set = headline, true
 	}
+}
+
+// trim keeps the last keep elements of a history once it holds twice as
+// many, moving them down in place: no allocation once the history is
+// full, one copy every keep additions.
+func trim[T any](xs []T, keep int) []T {
+	if len(xs) < 2*keep {
+		return xs
+	}
+	n := copy(xs, xs[len(xs)-keep:])
+	return xs[:n]
 }
 
 // hostSeries are the sampler series the page draws over time (every
@@ -346,11 +355,7 @@ func (r *Run) Points(at time.Time, pts []sampler.Point) {
 	for _, p := range pts {
 		r.latest[p.Series] = sample{v: p.V, at: at}
 		if hostSeries(p.Series) {
-			hs := append(r.history[p.Series], point{seq: h.seq, x: x, v: p.V})
-			if len(hs) > maxPoints {
-				hs = append(hs[:0:0], hs[len(hs)-maxPoints:]...)
-			}
-			r.history[p.Series] = hs
+			r.history[p.Series] = trim(append(r.history[p.Series], point{seq: h.seq, x: x, v: p.V}), maxPoints)
 		}
 	}
 }

@@ -497,3 +497,22 @@ func TestNewKey(t *testing.T) {
 		t.Error("keys of the same second are not told apart")
 	}
 }
+
+// TestTrim: a history keeps its last entries, in place, once full.
+func TestTrim(t *testing.T) {
+	var xs []int
+	for i := 0; i < 25; i++ {
+		xs = trim(append(xs, i), 5)
+		if len(xs) > 9 || xs[len(xs)-1] != i {
+			t.Fatalf("after %d: %v", i, xs)
+		}
+	}
+	if xs[0] != 20 && xs[0] > 25-5 {
+		t.Errorf("kept %v", xs)
+	}
+	for i := 1; i < len(xs); i++ {
+		if xs[i] != xs[i-1]+1 {
+			t.Errorf("out of order: %v", xs)
+		}
+	}
+}
