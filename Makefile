@@ -88,6 +88,14 @@ report-screenshot:
 	TUNEBENCH_REPORT_ARTIFACTS=$(CURDIR)/build/report $(GO) test -count=1 -run TestReportRendersInChromium ./internal/report/
 	@echo "report: build/report/report.html, screenshot: build/report/report.png"
 
+# The live page (--listen) of a short tpcb run in headless Chromium, while
+# Debian's prometheus scrapes it: keeps build/live/live.png (a build
+# artifact, not committed). Needs PostgreSQL, chromium and prometheus.
+.PHONY: live-screenshot
+live-screenshot:
+	TUNEBENCH_LIVE_ARTIFACTS=$(CURDIR)/build/live $(GO) test -count=1 -run TestListenPrometheusAndPage ./internal/cli/
+	@echo "live page screenshot: build/live/live.png"
+
 # Benchmark (not a test): tunebench storage next to the same fio job files
 # run by hand, and an fsblog run against the blogbench model. Needs fio.
 .PHONY: bench-storage

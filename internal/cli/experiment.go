@@ -167,6 +167,7 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags,
 		kept = keptRuns(ctx, st, plan)
 	}
 	liveObs := lv.experimentObserver(plan, kept)
+	lv.noteTick(progress)
 	w, _ := s.Registry.Get(plan.Workload)
 	obs := s.runObserver(w)
 	runOut, runErrOut, flush := s.runOutput()

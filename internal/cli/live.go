@@ -47,6 +47,15 @@ func (s *State) startLive(f *liveFlags) (*liveView, error) {
 	return &liveView{s: s, hub: hub, srv: srv, linger: f.linger}, nil
 }
 
+// noteTick says how often the live figures change when the runs' tick
+// (--progress) is longer than a second: the executor's tick feeds the
+// live view and the stored series alike, and --listen changes neither.
+func (lv *liveView) noteTick(progress time.Duration) {
+	if lv != nil && progress > time.Second {
+		lv.s.eprintf("live view: the figures change every %s, the runs' tick (--progress 1s for every second)\n", progress)
+	}
+}
+
 // newRun starts serving a run; its key labels its series and is stored
 // with it (run_key).
 func (lv *liveView) newRun(w workload.Workload, experimentName string, planRun int, planLabel string) *live.Run {

@@ -31,6 +31,7 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	if lv != nil {
 		req.Live = lv.newRun(r, rf.experiment, -1, "")
 		s.eprintf("live view: run key %s (the run_key it is stored with)\n", req.Live.Key())
+		lv.noteTick(rf.progress)
 	}
 	if len(r.Meta().Dialects) > 0 {
 		t, err := s.openTarget(ctx, r, &rf.conn)
