@@ -58,6 +58,13 @@ bench-ab: deps build
 bench-openloop: deps build
 	scripts/bench-openloop.sh
 
+# Benchmark (not a test): what the live view costs the driver, tpcb
+# select-only with and without --listen plus a reader of /metrics and
+# /api/live every second, alternated (docs/benchmarks.md).
+.PHONY: bench-live
+bench-live: deps build
+	scripts/bench-live.sh
+
 # Benchmark (not a test): TPC-C-like load speed and NOPM per mode and
 # virtual users on a managed server (docs/benchmarks.md).
 bench-tpcc: deps build
@@ -80,6 +87,14 @@ clean:
 report-screenshot:
 	TUNEBENCH_REPORT_ARTIFACTS=$(CURDIR)/build/report $(GO) test -count=1 -run TestReportRendersInChromium ./internal/report/
 	@echo "report: build/report/report.html, screenshot: build/report/report.png"
+
+# The live page (--listen) of a short tpcb run in headless Chromium, while
+# Debian's prometheus scrapes it: keeps build/live/live.png (a build
+# artifact, not committed). Needs PostgreSQL, chromium and prometheus.
+.PHONY: live-screenshot
+live-screenshot:
+	TUNEBENCH_LIVE_ARTIFACTS=$(CURDIR)/build/live $(GO) test -count=1 -run TestListenPrometheusAndPage ./internal/cli/
+	@echo "live page screenshot: build/live/live.png"
 
 # Benchmark (not a test): tunebench storage next to the same fio job files
 # run by hand, and an fsblog run against the blogbench model. Needs fio.

@@ -8,7 +8,8 @@
 #   scripts/ensure-deps.sh --test   and what the test suite needs (make test):
 #                                   fio, the filesystem and loop device
 #                                   tools (xfsprogs and btrfs-progs too), ip,
-#                                   setpriv and prometheus-node-exporter;
+#                                   setpriv, prometheus-node-exporter,
+#                                   prometheus (with promtool) and chromium;
 #                                   then the TPC-H answer oracle
 #                                   (scripts/tpch-oracle.sh). Where they
 #                                   cannot be installed (not root), it says
@@ -50,7 +51,11 @@ if [ "$test_deps" = 1 ]; then
   # loop device; the storage-stack tests make xfs and btrfs filesystems
   # (and the environment snapshot reads their format with xfs_info); the
   # remote-target tests start a server in a network namespace of their own
-  # (ip netns, a veth pair) and run it there as postgres (setpriv).
+  # (ip netns, a veth pair) and run it there as postgres (setpriv). The
+  # --listen tests have Debian's prometheus scrape a run (their own
+  # prometheus process on a loopback port; the package's service is not
+  # used), lint the exposition with promtool and open the live page in
+  # headless chromium.
   have_tool fio || tpkgs+=(fio)
   have_tool mkfs.ext4 || tpkgs+=(e2fsprogs)
   have_tool losetup || tpkgs+=(mount)
@@ -61,6 +66,8 @@ if [ "$test_deps" = 1 ]; then
   # The host-metrics tests scrape a node_exporter they start in the
   # server's network namespace.
   have_tool prometheus-node-exporter || tpkgs+=(prometheus-node-exporter)
+  have_tool promtool || tpkgs+=(prometheus)
+  have_tool chromium || tpkgs+=(chromium)
 else
   have_tool mkfs.xfs || opt+=(xfsprogs)
   have_tool mkfs.btrfs || opt+=(btrfs-progs)

@@ -13,10 +13,12 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/experiment"
+	"github.com/tunebench/tunebench/internal/live"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/target"
+	"github.com/tunebench/tunebench/internal/workload"
 )
 
 func newExperimentCmd(s *State) *cobra.Command {
@@ -30,6 +32,7 @@ func newExperimentCmd(s *State) *cobra.Command {
 
 func newExperimentRunCmd(s *State) *cobra.Command {
 	var rf resultsFlag
+	var lf liveFlags
 	var dryRun, resume, allowDestroy bool
 	progress := 5 * time.Second
 	cmd := &cobra.Command{
@@ -51,7 +54,7 @@ Ctrl-C stops after saving the current run as interrupted; --resume continues the
 experiment of the same name, skipping the runs that completed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runExperiment(cmd, s, &rf, args[0], dryRun, resume, allowDestroy, progress)
+			return runExperiment(cmd, s, &rf, &lf, args[0], dryRun, resume, allowDestroy, progress)
 		},
 	}
 	rf.add(cmd.Flags())
@@ -59,6 +62,7 @@ experiment of the same name, skipping the runs that completed.`,
 	cmd.Flags().BoolVar(&resume, "resume", false, "continue the experiment of the same name in the store, skipping completed runs")
 	cmd.Flags().Var(option.DurationFlag{P: &progress}, "progress", "progress line interval within each run (0 = none)")
 	cmd.Flags().BoolVar(&allowDestroy, "allow-destroy", false, "let storage layouts make filesystems on the real devices they name, erasing them")
+	lf.add(cmd.Flags())
 	return cmd
 }
 
@@ -79,7 +83,7 @@ func readExperiment(path string, cat experiment.Catalog) (*experiment.Spec, erro
 	return spec, nil
 }
 
-func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, dryRun, resume, allowDestroy bool, progress time.Duration) error {
+func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags, path string, dryRun, resume, allowDestroy bool, progress time.Duration) error {
 	ctx := cmd.Context()
 	spec, err := readExperiment(path, experiment.CatalogOf(s.Registry))
 	if err != nil {
@@ -154,6 +158,17 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 		return nil
 	}
 
+	lv, err := s.startLive(lf)
+	if err != nil {
+		return err
+	}
+	defer lv.stop(ctx)
+	var kept []int
+	if resume && lv != nil {
+		kept = keptRuns(ctx, st, plan)
+	}
+	liveObs := lv.experimentObserver(plan, kept)
+	lv.noteTick(progress)
 	w, _ := s.Registry.Get(plan.Workload)
 	obs := s.runObserver(w)
 	runOut, runErrOut, flush := s.runOutput()
@@ -161,7 +176,15 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, path string, d
 	lab := &experiment.Lab{Registry: s.Registry, Drivers: s.drivers(), Spec: spec, Plan: plan, Store: st, Version: Version,
 		Progress: progress, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Redactor: s.Redactor, Log: s.Stderr, Stdout: runOut, Stderr: runErrOut,
 		Observe: obs.observe, LoadProgress: newLoadBar(s).update, LoadNote: func(string, ...any) {}, AllowDestroy: allowDestroy}
-	r := &experiment.Runner{Store: st, Env: lab, Observe: func(ev experiment.Event) { observeExperiment(s, plan, ev) }}
+	if lv != nil {
+		lab.Live = func(w workload.Workload, planRun int, planLabel string) *live.Run {
+			return lv.newRun(w, plan.Name, planRun, planLabel)
+		}
+	}
+	r := &experiment.Runner{Store: st, Env: lab, Observe: func(ev experiment.Event) {
+		observeExperiment(s, plan, ev)
+		liveObs(ev)
+	}}
 	if !spec.SeedSet && !resume {
 		s.eprintf("random order with seed %d (add `seed: %d` to the file to repeat this order)\n", plan.Seed, plan.Seed)
 	}

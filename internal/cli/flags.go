@@ -119,6 +119,7 @@ type runFlags struct {
 	progress   time.Duration
 	cpuProfile string
 	hosts      target.HostMetrics
+	live       liveFlags
 }
 
 // addRunFlags adds the run flags a workload's capabilities call for: the
@@ -129,6 +130,7 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 	rf.results.add(fs)
 	fs.StringVar(&rf.json, "json", "", "write the run summary as JSON to this file (see docs/json-summary.md)")
 	fs.StringVar(&rf.experiment, "experiment", "", "experiment name to file the run under")
+	rf.live.add(fs)
 	if len(w.Meta().Dialects) > 0 {
 		rf.conn.add(fs)
 		fs.StringArrayVar(&rf.settings, "set", nil, "server setting name=value for this run, applied with ALTER SYSTEM, verified, restored afterwards (repeatable; needs superuser)")

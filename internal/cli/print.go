@@ -122,9 +122,10 @@ workload's package, and so do this page (` + "`tunebench workloads --markdown`" 
 a test fails when it is out of date) and ` + "`tunebench workloads NAME`" + `. Options
 without an experiment key are set by the experiment itself (the seed, loading
 into a fresh database) or are for the command line only. Besides these, every
-run command takes --results, --json and --experiment; the commands of workloads
-with a database take --dsn, --server-dir, --database, --set and --no-samplers,
-and those the executor drives take --progress.
+run command takes --results, --json, --experiment, --listen and --listen-linger
+(the live view: docs/live.md); the commands of workloads with a database take
+--dsn, --server-dir, --database, --set and --no-samplers, and those the
+executor drives take --progress.
 `)
 	for _, w := range reg.All() {
 		b.WriteString("\n")

@@ -132,7 +132,7 @@ cores.`,
 					return err
 				}
 				s.eprintf("\n== experiment %d of 2: %s\n", i+1, f.name)
-				err := runExperiment(cmd, s, &rf, path, false, false, false, 5*time.Second)
+				err := runExperiment(cmd, s, &rf, &liveFlags{}, path, false, false, false, 5*time.Second)
 				if err != nil {
 					if errs.KindOf(err) == errs.KindInterrupted || ctx.Err() != nil {
 						return err

@@ -141,6 +141,9 @@ func newResultsShowCmd(s *State) *cobra.Command {
 				r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.EndedAt.Local().Format("15:04:05"))
 			if w, ok := s.Registry.Get(r.Workload); ok && len(r.Summary) > 0 {
 				if sum, err := results.Decode(r.Summary, s.Registry.Extras()); err == nil {
+					if sum.RunKey != "" {
+						s.printf("run key: %s (the run label of its live series, --listen)\n", sum.RunKey)
+					}
 					s.printBlocks(showBlocks(w, sum, false))
 				}
 			}

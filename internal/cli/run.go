@@ -24,10 +24,20 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	if err := rf.hosts.Check(); err != nil {
 		return err
 	}
+	lv, err := s.startLive(&rf.live)
+	if err != nil {
+		return err
+	}
+	defer lv.stop(ctx)
 	out, errOut, flush := s.runOutput()
 	req := &lifecycle.Request{Workload: r, Options: v, NoSamplers: rf.noSamplers, Progress: rf.progress,
 		Experiment: rf.experiment, Version: Version, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Stdout: out, Stderr: errOut,
 		HostMetrics: rf.hosts}
+	if lv != nil {
+		req.Live = lv.newRun(r, rf.experiment, -1, "")
+		s.eprintf("live view: run key %s (the run_key it is stored with)\n", req.Live.Key())
+		lv.noteTick(rf.progress)
+	}
 	if len(r.Meta().Dialects) > 0 {
 		t, err := s.openTarget(ctx, r, &rf.conn)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/human"
 	"github.com/tunebench/tunebench/internal/lifecycle"
+	"github.com/tunebench/tunebench/internal/live"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/redact"
 	"github.com/tunebench/tunebench/internal/storage/layout"
@@ -95,6 +96,9 @@ type Lab struct {
 	// AllowDestroy lets storage layouts make filesystems on the real
 	// devices they name (--allow-destroy).
 	AllowDestroy bool
+	// Live, when set, makes each run's live view (--listen): the run key
+	// labels its series and is stored with it.
+	Live func(w workload.Workload, planRun int, planLabel string) *live.Run
 }
 
 // marker starts the comment of every database an experiment makes.
@@ -505,12 +509,16 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 			}, nil
 		}
 	}
+	var lv *live.Run
+	if lt.lab.Live != nil {
+		lv = lt.lab.Live(lt.w, req.Index, req.Plan.DescribeRun(req.Index))
+	}
 	sum, err := lifecycle.Run(ctx, &lifecycle.Request{
 		Workload: r, Target: lt.t.WithDatabase(lt.lab.Plan.Database), Options: o, Progress: lt.lab.Progress,
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
 		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
 		Envelope: envelopeRecord(lt.envelope), EnvelopeUsage: lt.usageSince(), Enclose: enclose,
-		Stdout: lt.lab.Stdout, Stderr: lt.lab.Stderr, HostMetrics: lt.lab.Spec.Target.HostMetrics,
+		Stdout: lt.lab.Stdout, Stderr: lt.lab.Stderr, HostMetrics: lt.lab.Spec.Target.HostMetrics, Live: lv,
 	})
 	var res RunResult
 	if sum != nil {

@@ -19,6 +19,8 @@ import (
 	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/live"
+	"github.com/tunebench/tunebench/internal/metrics/sampler"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/run"
@@ -94,6 +96,12 @@ type Request struct {
 	// HostMetrics says how the database server's host is measured.
 	HostMetrics target.HostMetrics
 
+	// Live, when set, gets the run's ticks, the samplers' points and the
+	// end as they come (--listen: internal/live), and its key is stored
+	// with the run (run_key). Without --progress the executor still ticks
+	// every second for it.
+	Live *live.Run
+
 	// rescued is the save's error when the store failed to save the run
 	// and its result went to a rescue file instead (see finish).
 	rescued error
@@ -133,6 +141,15 @@ func Run(ctx context.Context, req *Request) (*results.Summary, error) {
 	}
 	env := &workload.RunEnv{Target: req.Target, Options: req.Options, Seed: seed, Version: req.Version,
 		Getenv: req.Getenv, LookupEnv: req.LookupEnv, Note: req.note, Stdout: req.Stdout, Stderr: req.Stderr}
+	sum, err := runOnce(ctx, req, env)
+	if req.Live != nil {
+		req.Live.Finish(sum, err)
+	}
+	return sum, err
+}
+
+func runOnce(ctx context.Context, req *Request, env *workload.RunEnv) (*results.Summary, error) {
+	w := req.Workload
 	r, err := w.NewRun(ctx, env)
 	if err != nil {
 		return nil, err
@@ -140,6 +157,9 @@ func Run(ctx context.Context, req *Request) (*results.Summary, error) {
 	switch r := r.(type) {
 	case workload.Transactions:
 		defer r.Close()
+		if req.Live != nil {
+			req.Live.SetExecutor(true)
+		}
 		return req.finish(runTransactions(ctx, req, r))
 	case workload.Measurer:
 		return req.finish(runMeasurer(ctx, req, r))
@@ -192,16 +212,25 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 	if x.NewThread != nil {
 		cfg.NewThread = func() step.Thread { return x.NewThread() }
 	}
-	if req.Progress > 0 {
-		cfg.Tick = req.Progress
+	if req.Progress > 0 || req.Live != nil {
+		if req.Progress > 0 {
+			cfg.Tick = req.Progress
+		}
+		nominal := cfg.Tick.Seconds()
 		prev := math.Inf(-1)
 		cfg.OnTick = func(tk run.Tick) {
-			span := req.Progress.Seconds()
+			span := nominal
 			if !math.IsInf(prev, -1) && tk.T > prev {
 				span = tk.T - prev
 			}
 			prev = tk.T
-			req.emit(Event{Kind: EventTick, Tick: tk, Span: span})
+			if req.Live != nil {
+				v, ok := liveHeadline(req.Workload, tk, span)
+				req.Live.Tick(tk, v, ok)
+			}
+			if req.Progress > 0 {
+				req.emit(Event{Kind: EventTick, Tick: tk, Span: span})
+			}
 		}
 	}
 	smp, err := startSampling(ctx, req)
@@ -272,6 +301,27 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 		return sum, failureError(v.Failures[0], id)
 	}
 	return sum, errorsExit(sum, id, req.Workload, func() driver.Space { return driver.SpaceNear(req.Target) })
+}
+
+// liveHeadline is the workload's headline over one tick, for the live
+// view: its own (workload.LiveHeadliner: tpcc's NOPM), else the tick's tps
+// when tps is its headline; none otherwise (known at the end).
+func liveHeadline(w workload.Runner, tk run.Tick, span float64) (float64, bool) {
+	if lh, ok := w.(workload.LiveHeadliner); ok {
+		return lh.LiveHeadline(tk, span)
+	}
+	if w.Headline().Metric == "tps" {
+		return tk.TPS, true
+	}
+	return 0, false
+}
+
+// livePoints hands the samplers' points to the live view, if any.
+func livePoints(req *Request) func(time.Time, []sampler.Point) {
+	if req.Live == nil {
+		return nil
+	}
+	return req.Live.Points
 }
 
 // failureError is the exit error of a failed check.
@@ -363,6 +413,9 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summary, env *envinfo.Snapshot, check any, series []store.Point, hists []store.Histogram) (int64, error) {
 	if req.EnvelopeUsage != nil && env != nil && env.Envelope != nil {
 		env.Envelope.Usage, env.Envelope.UsageLine = req.EnvelopeUsage()
+	}
+	if req.Live != nil {
+		sum.RunKey = req.Live.Key()
 	}
 	params, err := paramsJSON(req, r)
 	if err != nil {

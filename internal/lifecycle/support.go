@@ -134,7 +134,7 @@ func startSampling(ctx context.Context, req *Request) (*sampling, error) {
 	smp.specs = specs
 	smp.c = sampler.Start(ctx, sampler.Options{OnError: func(name string, err error) {
 		note("%s: %v (later failures of this sampler are counted, not printed)", name, err)
-	}}, specs...)
+	}, OnPoints: livePoints(req)}, specs...)
 	return smp, nil
 }
 

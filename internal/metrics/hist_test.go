@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -197,5 +198,28 @@ func TestMicros(t *testing.T) {
 		if got := Micros(d); got != want {
 			t.Errorf("Micros(%v) = %d, want %d", d, got, want)
 		}
+	}
+}
+
+// TestCountsAtOrBelow: the cumulative buckets of a Prometheus histogram,
+// exact at bounds the histogram resolves.
+func TestCountsAtOrBelow(t *testing.T) {
+	h := NewHist()
+	for _, us := range []int64{10, 50, 51, 100, 999, 1000, 1001, 250_000, 90_000_000} {
+		h.RecordMicros(us)
+	}
+	bounds := []int64{50, 100, 1000, 60_000_000}
+	out := make([]int64, len(bounds))
+	h.CountsAtOrBelow(bounds, out)
+	if want := []int64{2, 4, 6, 8}; fmt.Sprint(out) != fmt.Sprint(want) {
+		t.Errorf("counts %v, want %v", out, want)
+	}
+	empty := []int64{7, 7}
+	NewHist().CountsAtOrBelow(bounds[:2], empty)
+	if empty[0] != 0 || empty[1] != 0 {
+		t.Errorf("empty histogram: %v", empty)
+	}
+	if s := h.SumMicros(); s < 90_252_000*0.999 || s > 90_252_000*1.001 {
+		t.Errorf("sum %v us, want about 90252212", s)
 	}
 }

@@ -386,6 +386,7 @@ type Registry struct {
 	openLoop   bool
 	recorders  []*Recorder
 	interval   *Snapshot
+	warmup     *Snapshot // the warm-up part of interval
 	cumulative *Snapshot
 }
 
@@ -395,6 +396,7 @@ func NewRegistry(openLoop bool) *Registry {
 	return &Registry{
 		openLoop:   openLoop,
 		interval:   NewSnapshot(openLoop),
+		warmup:     NewSnapshot(openLoop),
 		cumulative: NewSnapshot(openLoop),
 	}
 }
@@ -420,6 +422,7 @@ func (g *Registry) Harvest() *Snapshot {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.interval.Reset()
+	g.warmup.Reset()
 	for _, r := range g.recorders {
 		r.mu.Lock()
 		slots := r.slots
@@ -435,12 +438,19 @@ func (g *Registry) Harvest() *Snapshot {
 			g.interval.addData(s.key, d)
 			if s.phase == PhaseMeasure {
 				g.cumulative.addData(s.key, d)
+			} else {
+				g.warmup.addData(s.key, d)
 			}
 			d.reset()
 		}
 	}
 	return g.interval
 }
+
+// IntervalWarmup is the warm-up part of the last Harvest's interval
+// snapshot (the rest of it is measurement), valid until the next Harvest:
+// a live view splits its counters by phase with it.
+func (g *Registry) IntervalWarmup() *Snapshot { return g.warmup }
 
 // Cumulative is the measurement-phase snapshot accumulated by every Harvest
 // so far. It belongs to the registry; read it from the harvesting goroutine

@@ -232,3 +232,23 @@ func TestRecordBatches(t *testing.T) {
 		t.Fatalf("sparse merges: %d then %d values (overflow %d); want %d then %d (1)", h.Count(), h2.Count(), h2.Overflow(), packedBatch+3, packedBatch+4)
 	}
 }
+
+// TestIntervalWarmup: the warm-up part of each harvest, so that a live
+// view can split a tick's interval by phase.
+func TestIntervalWarmup(t *testing.T) {
+	g := NewRegistry(false)
+	r := g.NewRecorder()
+	r.Record(PhaseWarmup, "a", step.ClassOK, time.Millisecond)
+	r.Record(PhaseWarmup, "a", step.ClassOK, time.Millisecond)
+	r.Record(PhaseMeasure, "a", step.ClassOK, time.Millisecond)
+	iv := g.Harvest()
+	w := g.IntervalWarmup()
+	if iv.Committed() != 3 || w.Committed() != 2 || w.Entries()[0].Latency.Count() != 2 {
+		t.Errorf("interval %d, warm-up part %d", iv.Committed(), w.Committed())
+	}
+	r.Record(PhaseMeasure, "a", step.ClassOK, time.Millisecond)
+	g.Harvest()
+	if w := g.IntervalWarmup(); w.Total() != 0 || len(w.Entries()) != 0 {
+		t.Errorf("warm-up part of a measured interval: %d", w.Total())
+	}
+}

@@ -41,6 +41,9 @@ type Summary struct {
 	// database server's host, its container): each one's source, series,
 	// means and gaps.
 	Hosts []Host `json:"hosts,omitempty"`
+	// RunKey labels the run's live series (--listen: docs/live.md) from
+	// its start, before it has a run id; empty without --listen.
+	RunKey string `json:"run_key,omitempty"`
 	// Measured holds the executor's figures (nil for workloads that
 	// measure themselves, like storage and fsblog).
 	*Measured

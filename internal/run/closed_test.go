@@ -287,10 +287,32 @@ func warmupExcluded(t *testing.T, m runMode) {
 		time.Sleep(fast)
 		return ok("fast"), nil
 	}}
+	// A live view splits each tick's interval by phase (Tick.Interval and
+	// its warm-up part): the measured part must add up to the result.
+	var ivMeasured, ivWarm, warmInMeasureTicks int64
+	onTick := func(tk Tick) {
+		w := tk.IntervalWarmup.Committed()
+		ivWarm += w
+		ivMeasured += tk.Interval.Committed() - w
+		if tk.Phase == PhaseMeasure {
+			warmInMeasureTicks += w
+		}
+	}
 	res, err := m.execute(context.Background(), Config{Workers: 3, Warmup: warm, Duration: 300 * time.Millisecond, Tick: 100 * time.Millisecond,
-		OnMeasureStart: func() { once.Do(func() { close(measuring) }) }}, ff)
+		OnMeasureStart: func() { once.Do(func() { close(measuring) }) }, OnTick: onTick}, ff)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ivMeasured != res.Committed || ivWarm != res.CommittedAll-res.Committed {
+		t.Errorf("tick intervals: %d measured, %d warm-up; result %d measured of %d", ivMeasured, ivWarm, res.Committed, res.CommittedAll)
+	}
+	if m.virtual() && warmInMeasureTicks == 0 {
+		t.Error("no warm-up step ended in a measurement tick (worker 2's straddling step should)")
+	}
+	for _, tk := range res.Series {
+		if tk.Interval != nil || tk.IntervalWarmup != nil {
+			t.Fatal("the stored series keeps a tick's interval snapshots")
+		}
 	}
 	for _, o := range res.Ops {
 		if o.Op != "fast" {

@@ -102,7 +102,8 @@ type Config struct {
 	// Tick is the series / progress interval (default 1s, at least MinTick).
 	Tick time.Duration
 	// OnTick, if not nil, is called from the collector goroutine once per
-	// tick; it must return quickly.
+	// tick; it must return quickly. The Tick's Interval snapshots are valid
+	// only during the call.
 	OnTick func(Tick)
 	// OnError, if not nil, is called from the worker's goroutine for every
 	// outcome whose class is an error (all phases). The caller rate-limits

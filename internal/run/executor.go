@@ -627,6 +627,7 @@ func (r *runner) emitTick(c *collector, end, now time.Duration, optional bool) {
 	c.lastTickEnd = end
 	c.lastHarvestAt = now
 	if r.cfg.OnTick != nil {
+		t.Interval, t.IntervalWarmup = iv, r.reg.IntervalWarmup()
 		r.cfg.OnTick(t)
 	}
 }

@@ -141,6 +141,13 @@ type Tick struct {
 	// Ops splits the interval by op once the run has seen more than one op
 	// (nil before that, and always for single-op workloads).
 	Ops map[string]OpTick
+	// Interval is the interval's outcomes and latency histograms by op and
+	// class (both phases), and IntervalWarmup its warm-up part (the rest is
+	// measurement): for a live view that keeps counters and cumulative
+	// buckets (internal/live). Set only on the Tick given to Config.OnTick,
+	// never in Result.Series, and valid only during that call (the
+	// executor reuses them at the next tick).
+	Interval, IntervalWarmup *metrics.Snapshot `json:"-"`
 }
 
 // OpTick is one op's share of a Tick.

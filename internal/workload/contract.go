@@ -254,6 +254,14 @@ type Ticker interface {
 	Tick(tk run.Tick, span float64) string
 }
 
+// LiveHeadliner gives the headline over one executor tick for the live
+// view (--listen); span is the tick's length in seconds. A workload whose
+// headline is tps needs none (the tick's tps is served); one whose
+// headline is known only at the end has none.
+type LiveHeadliner interface {
+	LiveHeadline(tk run.Tick, span float64) (v float64, ok bool)
+}
+
 // Estimator estimates a run's and a load's time for experiment plans.
 type Estimator interface {
 	// RunTime estimates one run (its warm-up included); known is false

@@ -87,6 +87,10 @@ type Options struct {
 	// after its context was cancelled (default 2 s); its points so far are
 	// kept.
 	StopWait time.Duration
+	// OnPoints, if not nil, receives every sample's (and flush's) points
+	// with their nominal time as they are taken, from the sampler's
+	// goroutine (a live view; it must return quickly and not keep pts).
+	OnPoints func(at time.Time, pts []Point)
 }
 
 // Failure is the error record of one sampler.
@@ -252,6 +256,7 @@ func (c *Collector) loop(e *entry) {
 			return
 		}
 		e.record(g, pts, err, c.opts.OnError)
+		c.onPoints(g, pts)
 		if fl != nil {
 			// Flush at every tick boundary crossed (the boundary at or
 			// before this sample; a re-anchored grid starts a new one).
@@ -261,11 +266,20 @@ func (c *Collector) loop(e *entry) {
 			anchor, _ = c.grid()
 			if fb := floorSlot(anchor, g, c.opts.Tick); fb.After(lastFlush) {
 				if fb.Sub(lastFlush) >= c.opts.Tick/2 {
-					e.record(fb, fl.Flush(fb), nil, nil)
+					fpts := fl.Flush(fb)
+					e.record(fb, fpts, nil, nil)
+					c.onPoints(fb, fpts)
 				}
 				lastFlush = fb
 			}
 		}
+	}
+}
+
+// onPoints hands a sample's points to Options.OnPoints.
+func (c *Collector) onPoints(at time.Time, pts []Point) {
+	if c.opts.OnPoints != nil && len(pts) > 0 {
+		c.opts.OnPoints(at, pts)
 	}
 }
 

@@ -244,3 +244,42 @@ func TestNoZero(t *testing.T) {
 		t.Errorf("points %v", pts)
 	}
 }
+
+// TestOnPoints: a live view gets every point as it is taken, samples' and
+// flushes' alike, with its nominal time.
+func TestOnPoints(t *testing.T) {
+	const tick = 50 * time.Millisecond
+	var mu sync.Mutex
+	got := map[string]int{}
+	var stamps []time.Time
+	slow, fast := &fake{name: "slow"}, &fastFake{}
+	c := Start(context.Background(), Options{Tick: tick, OnPoints: func(at time.Time, pts []Point) {
+		mu.Lock()
+		defer mu.Unlock()
+		stamps = append(stamps, at)
+		for _, p := range pts {
+			got[p.Series]++
+		}
+	}}, Spec{Sampler: slow}, Spec{Sampler: fast, Interval: 10 * time.Millisecond})
+	time.Sleep(230 * time.Millisecond)
+	pts := c.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"slow", ActiveSessions} {
+		if n := len(series(pts, name)); got[name] != n || n == 0 {
+			t.Errorf("%s: %d points handed over, %d stored", name, got[name], n)
+		}
+	}
+	slow.mu.Lock()
+	defer slow.mu.Unlock()
+	if len(stamps) == 0 || len(slow.times) == 0 {
+		t.Fatal("no points")
+	}
+	found := false
+	for _, s := range stamps {
+		found = found || s.Equal(slow.times[0])
+	}
+	if !found {
+		t.Errorf("the points are not stamped with their nominal times %v: %v", slow.times, stamps)
+	}
+}

@@ -139,6 +139,17 @@ func (Workload) Tick(tk run.Tick, span float64) string {
 		tk.T, float64(no.Committed)*60/span, float64(completed)*60/span, no.P95Ms, tk.Errors, phase)
 }
 
+// LiveHeadline is NOPM over one tick for the live view: the tick's
+// committed New-Orders per minute, the final figure's formula over a
+// shorter window (and over the warm-up too, where the final one does not
+// count).
+func (Workload) LiveHeadline(tk run.Tick, span float64) (float64, bool) {
+	if span <= 0 {
+		return 0, false
+	}
+	return float64(tk.Ops[OpNewOrder].Committed) * 60 / span, true
+}
+
 func txnTable(rows []TxnStats) *results.Table {
 	t := &results.Table{Columns: []string{"transaction", "count", "min ms", "avg ms", "max ms", "stddev", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "total s"}}
 	f3 := results.F3
