@@ -19,7 +19,7 @@ import (
 // runWorkload is the body of every run command: resolve the target, open
 // the store, run through the lifecycle, print the result and write the
 // --json summary (also for an interrupted or failed run that was stored).
-func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Values, rf *runFlags) error {
+func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Values, rf *runFlags) (retErr error) {
 	ctx := cmd.Context()
 	if err := rf.hosts.Check(); err != nil {
 		return err
@@ -37,6 +37,9 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 		req.Live = lv.newRun(r, rf.experiment, -1, "")
 		s.eprintf("live view: run key %s (the run_key it is stored with)\n", req.Live.Key())
 		lv.noteTick(rf.progress)
+		// A run refused before the lifecycle (a bad --set, no target) ends
+		// in the view too; the lifecycle's own Finish comes first otherwise.
+		defer func() { req.Live.Finish(nil, retErr) }()
 	}
 	if len(r.Meta().Dialects) > 0 {
 		t, err := s.openTarget(ctx, r, &rf.conn)

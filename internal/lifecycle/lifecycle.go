@@ -455,6 +455,10 @@ func recordHosts(req *Request, sum *results.Summary, smp *sampling, pts []store.
 	dur := 0.0
 	if sum.Measured != nil {
 		dur = sum.DurationS
+	} else if !sum.StartedAt.IsZero() && sum.EndedAt.After(sum.StartedAt) {
+		// A workload that measures itself: its own span (the samplers'
+		// T = 0 is at its start).
+		dur = sum.EndedAt.Sub(sum.StartedAt).Seconds()
 	}
 	sum.Hosts = smp.hosts(pts, dur, !req.Target.Remote())
 	why := smp.notMeasured

@@ -124,12 +124,12 @@ func startSampling(ctx context.Context, req *Request) (*sampling, error) {
 		if hm.Scrape() {
 			diskHere := slices.ContainsFunc(ts, func(sp sampler.Spec) bool { _, ok := sp.Sampler.(*system.Disk); return ok })
 			specs = append(specs, sampler.Spec{Sampler: &scrape.Node{URL: hm.Source, Prefix: system.ServerPrefix, Disk: hm.Disk, NoDisk: diskHere},
-				Host: sampler.HostServer, Source: "node_exporter " + hm.Source})
+				Host: sampler.HostServer, Source: "node_exporter " + scrape.Redact(hm.Source)})
 		}
 	}
 	if hm.ContainerURL != "" {
 		specs = append(specs, sampler.Spec{Sampler: &scrape.Container{URL: hm.ContainerURL, ID: hm.Container},
-			Host: sampler.HostContainer, Source: "cadvisor " + hm.ContainerURL + ", container " + hm.Container})
+			Host: sampler.HostContainer, Source: "cadvisor " + scrape.Redact(hm.ContainerURL) + ", container " + hm.Container})
 	}
 	smp.specs = specs
 	smp.c = sampler.Start(ctx, sampler.Options{OnError: func(name string, err error) {
@@ -253,12 +253,6 @@ func (sm *sampling) hosts(pts []store.Point, dur float64, sameMachine bool) []re
 		_, role := hostGroup(name)
 		byRole[role].Means[name] = sums[name] / float64(n)
 	}
-	// Gaps: of a gauge each host's source gives at every sample.
-	gauges := map[string][]string{
-		results.HostDriver:    {"sys.mem_used_bytes"},
-		results.HostServer:    {system.ServerPrefix + "sys.mem_used_bytes", "pg.proc_count", "disk.util_pct"},
-		results.HostContainer: {"container.mem_working_set_bytes"},
-	}
 	for role, h := range byRole {
 		for g := range groups[role] {
 			h.Series = append(h.Series, g)
@@ -269,12 +263,19 @@ func (sm *sampling) hosts(pts []store.Point, dur float64, sameMachine bool) []re
 			// sampling (its failures still say so).
 			continue
 		}
-		h.MissingPct = 100
-		for _, name := range gauges[role] {
-			if ts := times[name]; len(ts) > 0 {
-				h.MissingPct = 100 * missingSeconds(ts, dur, 1) / dur
-				break
+		// Gaps: of the gauge each of the host's samplers gives at every
+		// sample, the worst (one source down is a gap even when another
+		// source of the same host goes on).
+		for _, sp := range sm.specs {
+			name := gaugeOf(sp.Sampler)
+			if sp.Host != role || name == "" {
+				continue
 			}
+			miss := 100.0
+			if ts := times[name]; len(ts) > 0 {
+				miss = 100 * missingSeconds(ts, dur, 1) / dur
+			}
+			h.MissingPct = max(h.MissingPct, miss)
 		}
 	}
 	failures := sm.c.Failures()
@@ -316,4 +317,22 @@ func missingSeconds(ts []float64, dur, tick float64) float64 {
 		prev = t
 	}
 	return min(missing, dur)
+}
+
+// gaugeOf is a series the sampler gives at every sample it takes (its gaps
+// are the sampler's), "" for one without such a series.
+func gaugeOf(s sampler.Sampler) string {
+	switch s := s.(type) {
+	case *system.Host:
+		return s.Prefix + system.MemUsed
+	case *scrape.Node:
+		return s.Prefix + system.MemUsed
+	case *system.PGProcs:
+		return system.PGProcCount
+	case *system.Disk:
+		return system.DiskUtil
+	case *scrape.Container:
+		return scrape.ContainerMem
+	}
+	return ""
 }

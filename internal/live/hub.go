@@ -159,7 +159,24 @@ type Run struct {
 	latest   map[string]sample
 	history  map[string][]point
 	finished bool
+	endedAt  time.Time
 	final    finalRec
+}
+
+// staleAfter is how long a sampler series' latest value is served without
+// a new one: a source that stopped answering (a node_exporter gone, an SQL
+// read timing out) shows as a gap in the scraped series, not as its last
+// value held.
+const staleAfter = 5 * time.Second
+
+// fresh reports whether a sampler value is still served: reported within
+// staleAfter of now, or of the run's end once it ended (the final figures
+// stay served while --listen-linger keeps the view up).
+func (r *Run) fresh(s sample, now time.Time) bool {
+	if r.finished {
+		now = r.endedAt
+	}
+	return now.Sub(s.at) <= staleAfter
 }
 
 // SetExecutor says whether the executor drives the run (ticks will
@@ -353,6 +370,18 @@ func (r *Run) Points(at time.Time, pts []sampler.Point) {
 	h.seq++
 	x := at.Sub(r.started).Seconds()
 	for _, p := range pts {
+		if p.Series == sampler.ActiveSessions {
+			// The wait-event sampler reports only the events it saw: one
+			// not seen in this second had no active sessions (as the
+			// stored series are densified), not its last value.
+			for name, s := range r.latest {
+				if strings.HasPrefix(name, sampler.WaitPrefix) && s.at.Before(at) {
+					r.latest[name] = sample{v: 0, at: at}
+				}
+			}
+		}
+	}
+	for _, p := range pts {
 		r.latest[p.Series] = sample{v: p.V, at: at}
 		if hostSeries(p.Series) {
 			r.history[p.Series] = trim(append(r.history[p.Series], point{seq: h.seq, x: x, v: p.V}), maxPoints)
@@ -368,7 +397,10 @@ func (r *Run) Finish(sum *results.Summary, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.seq++
-	r.finished = true
+	if r.finished {
+		return
+	}
+	r.finished, r.endedAt = true, h.now()
 	if sum != nil {
 		r.final.Status, r.final.RunID = sum.Status, sum.RunID
 		if v, ok := sum.Metric(r.info.Headline.Metric); ok {

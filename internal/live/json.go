@@ -145,7 +145,9 @@ func (h *Hub) pageState(key string, since int64) *pageJSON {
 			}
 		}
 		for name, s := range r.latest {
-			rj.Latest[name] = finite(s.v)
+			if r.fresh(s, now) {
+				rj.Latest[name] = finite(s.v)
+			}
 		}
 		if r.headline.set {
 			v := finite(r.headline.v)

@@ -516,3 +516,59 @@ func TestTrim(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleSamples: a sampler series not reported for staleAfter is no
+// longer served (a source that stopped shows as a gap, not a held value);
+// a wait event not seen in a wait sample reads 0; once the run ended its
+// final values stay served however long the view lingers.
+func TestStaleSamples(t *testing.T) {
+	hub := NewHub()
+	now := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
+	hub.now = func() time.Time { return now }
+	r := hub.NewRun(RunInfo{Key: "k4", Workload: "wl", PlanRun: -1, Headline: Headline{Metric: "tps"}})
+	served := func() map[string]float64 {
+		t.Helper()
+		fams, _ := scrape(t, hub.Handler())
+		out := map[string]float64{}
+		if f := fams[MetricSample]; f != nil {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "series" {
+						out[l.GetValue()] = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		if p := getJSON(t, hub.Handler(), "/api/live"); len(p.Run.Latest) != len(out) {
+			t.Errorf("the page has %v, /metrics %v", p.Run.Latest, out)
+		}
+		return out
+	}
+	r.Points(now, []sampler.Point{{Series: "server.sys.cpu_user_pct", V: 40}, {Series: "sys.cpu_user_pct", V: 10}})
+	r.Points(now, []sampler.Point{{Series: sampler.ActiveSessions, V: 2}, {Series: "wait.Lock.tuple", V: 1.5}})
+	if got := served(); got["server.sys.cpu_user_pct"] != 40 || got["wait.Lock.tuple"] != 1.5 {
+		t.Fatalf("served %v", got)
+	}
+	// The node_exporter stops answering; the local sampler goes on, and
+	// the lock wait is over.
+	for i := 1; i <= 6; i++ {
+		now = now.Add(time.Second)
+		r.Points(now, []sampler.Point{{Series: "sys.cpu_user_pct", V: 10}})
+		r.Points(now, []sampler.Point{{Series: sampler.ActiveSessions, V: 1}})
+	}
+	got := served()
+	if _, ok := got["server.sys.cpu_user_pct"]; ok {
+		t.Errorf("a source silent for 6 s is still served: %v", got)
+	}
+	if v, ok := got["wait.Lock.tuple"]; !ok || v != 0 {
+		t.Errorf("wait.Lock.tuple after it was no longer seen: %v (present %v), want 0", v, ok)
+	}
+	if got["sys.cpu_user_pct"] != 10 {
+		t.Errorf("a live source was dropped: %v", got)
+	}
+	r.Finish(&results.Summary{Status: "ok"}, nil)
+	now = now.Add(time.Minute)
+	if got := served(); got["sys.cpu_user_pct"] != 10 {
+		t.Errorf("the final values are not served while the view lingers: %v", got)
+	}
+}

@@ -112,11 +112,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if ec != nil {
 		l := ec.name
-		ch <- prometheus.MustNewConstMetric(descExpRuns, prometheus.GaugeValue, ec.total, l)
-		ch <- prometheus.MustNewConstMetric(descExpDone, prometheus.GaugeValue, ec.done, l)
-		ch <- prometheus.MustNewConstMetric(descExpCur, prometheus.GaugeValue, ec.ordinal, l)
-		ch <- prometheus.MustNewConstMetric(descExpETA, prometheus.GaugeValue, ec.etaSecond, l)
-		ch <- prometheus.MustNewConstMetric(descExpEnded, prometheus.GaugeValue, b2f(ec.ended), l)
+		send(ch)(prometheus.NewConstMetric(descExpRuns, prometheus.GaugeValue, ec.total, l))
+		send(ch)(prometheus.NewConstMetric(descExpDone, prometheus.GaugeValue, ec.done, l))
+		send(ch)(prometheus.NewConstMetric(descExpCur, prometheus.GaugeValue, ec.ordinal, l))
+		send(ch)(prometheus.NewConstMetric(descExpETA, prometheus.GaugeValue, ec.etaSecond, l))
+		send(ch)(prometheus.NewConstMetric(descExpEnded, prometheus.GaugeValue, b2f(ec.ended), l))
 	}
 }
 
@@ -135,8 +135,11 @@ func (h *Hub) copyForScrape() (*runCopy, *expCopy) {
 				rc.hists = append(rc.hists, histogramCopy{key: k, n: o.latN, sum: o.sumSec, buckets: append([]int64(nil), o.buckets...)})
 			}
 		}
+		now := h.now()
 		for s, v := range r.latest {
-			rc.latest[s] = v.v
+			if r.fresh(v, now) {
+				rc.latest[s] = v.v
+			}
 		}
 	}
 	var ec *expCopy
@@ -152,7 +155,7 @@ func (rc *runCopy) emit(ch chan<- prometheus.Metric) {
 	committed := map[string]int64{}
 	errors := map[string]int64{}
 	for k, n := range rc.counts {
-		ch <- prometheus.MustNewConstMetric(d.transactions, prometheus.CounterValue, float64(n), k.op, k.class.String(), k.phase)
+		send(ch)(prometheus.NewConstMetric(d.transactions, prometheus.CounterValue, float64(n), k.op, k.class.String(), k.phase))
 		if k.class.Committed() {
 			committed[k.phase] += n
 		}
@@ -167,29 +170,29 @@ func (rc *runCopy) emit(ch chan<- prometheus.Metric) {
 		if !rc.info.Ticks {
 			break
 		}
-		ch <- prometheus.MustNewConstMetric(d.committed, prometheus.CounterValue, float64(committed[ph]), ph)
-		ch <- prometheus.MustNewConstMetric(d.errors, prometheus.CounterValue, float64(errors[ph]), ph)
+		send(ch)(prometheus.NewConstMetric(d.committed, prometheus.CounterValue, float64(committed[ph]), ph))
+		send(ch)(prometheus.NewConstMetric(d.errors, prometheus.CounterValue, float64(errors[ph]), ph))
 	}
 	for _, hc := range rc.hists {
 		b := make(map[float64]uint64, len(Bounds))
 		for i, ub := range Bounds {
 			b[ub] = uint64(hc.buckets[i])
 		}
-		ch <- prometheus.MustNewConstHistogram(d.latency, uint64(hc.n), hc.sum, b, hc.key.op, hc.key.class.String(), hc.key.phase)
+		send(ch)(prometheus.NewConstHistogram(d.latency, uint64(hc.n), hc.sum, b, hc.key.op, hc.key.class.String(), hc.key.phase))
 	}
 	if rc.ticked {
-		ch <- prometheus.MustNewConstMetric(d.tps, prometheus.GaugeValue, rc.last.TPS)
-		ch <- prometheus.MustNewConstMetric(d.active, prometheus.GaugeValue, float64(rc.last.Active))
-		ch <- prometheus.MustNewConstMetric(d.queue, prometheus.GaugeValue, float64(rc.last.Queue))
-		ch <- prometheus.MustNewConstMetric(d.runTime, prometheus.GaugeValue, rc.last.T)
+		send(ch)(prometheus.NewConstMetric(d.tps, prometheus.GaugeValue, rc.last.TPS))
+		send(ch)(prometheus.NewConstMetric(d.active, prometheus.GaugeValue, float64(rc.last.Active)))
+		send(ch)(prometheus.NewConstMetric(d.queue, prometheus.GaugeValue, float64(rc.last.Queue)))
+		send(ch)(prometheus.NewConstMetric(d.runTime, prometheus.GaugeValue, rc.last.T))
 	}
 	if rc.headSet {
-		ch <- prometheus.MustNewConstMetric(d.headline, prometheus.GaugeValue, rc.headline, rc.info.Headline.Metric)
+		send(ch)(prometheus.NewConstMetric(d.headline, prometheus.GaugeValue, rc.headline, rc.info.Headline.Metric))
 	}
-	ch <- prometheus.MustNewConstMetric(d.runDone, prometheus.GaugeValue, b2f(rc.done))
-	ch <- prometheus.MustNewConstMetric(d.info, prometheus.GaugeValue, 1, rc.info.Experiment, strconv.Itoa(rc.info.PlanRun), rc.info.Headline.Metric)
+	send(ch)(prometheus.NewConstMetric(d.runDone, prometheus.GaugeValue, b2f(rc.done)))
+	send(ch)(prometheus.NewConstMetric(d.info, prometheus.GaugeValue, 1, rc.info.Experiment, strconv.Itoa(rc.info.PlanRun), rc.info.Headline.Metric))
 	for s, v := range rc.latest {
-		ch <- prometheus.MustNewConstMetric(d.sample, prometheus.GaugeValue, v, s)
+		send(ch)(prometheus.NewConstMetric(d.sample, prometheus.GaugeValue, v, s))
 	}
 }
 
@@ -198,4 +201,15 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// send passes a metric on; one that cannot be made (a label value that is
+// not UTF-8, from a script's name) is left out rather than failing the
+// scrape or the run.
+func send(ch chan<- prometheus.Metric) func(prometheus.Metric, error) {
+	return func(m prometheus.Metric, err error) {
+		if err == nil {
+			ch <- m
+		}
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/store"
@@ -66,6 +67,10 @@ type Spec struct {
 	// HostContainer (the server's container) or "" (the database's own
 	// statistics); Source says how it reads them ("local /proc", ...).
 	Host, Source string
+	// Shared, when set, is a resource the sampler shares with other
+	// specs (the connection of a source several samplers read through):
+	// it is closed once, when the last sampler that shares it has exited.
+	Shared Closer
 }
 
 // The hosts a sampler measures (Spec.Host).
@@ -117,6 +122,7 @@ type entry struct {
 	s        Sampler
 	interval time.Duration
 	done     chan struct{}
+	shared   *sharedCloser
 
 	mu       sync.Mutex // guards out, firstErr, errCount (Stop may read while stuck)
 	out      []stamped
@@ -154,6 +160,7 @@ func Start(ctx context.Context, opts Options, specs ...Spec) *Collector {
 	}
 	c := &Collector{opts: opts, anchor: time.Now(), realign: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	shared := map[Closer]*sharedCloser{}
 	for _, sp := range specs {
 		if sp.Sampler == nil {
 			continue
@@ -163,10 +170,31 @@ func Start(ctx context.Context, opts Options, specs ...Spec) *Collector {
 			iv = opts.Tick
 		}
 		e := &entry{s: sp.Sampler, interval: iv, done: make(chan struct{})}
+		if sp.Shared != nil {
+			if shared[sp.Shared] == nil {
+				shared[sp.Shared] = &sharedCloser{c: sp.Shared}
+			}
+			e.shared = shared[sp.Shared]
+			e.shared.users.Add(1)
+		}
 		c.entries = append(c.entries, e)
+	}
+	for _, e := range c.entries {
 		go c.loop(e)
 	}
 	return c
+}
+
+// sharedCloser closes a resource when the last of its users is done.
+type sharedCloser struct {
+	c     Closer
+	users atomic.Int32
+}
+
+func (s *sharedCloser) done() {
+	if s.users.Add(-1) == 0 {
+		_ = s.c.Close()
+	}
 }
 
 // MeasureStart marks now as the measurement start (T = 0) and re-anchors
@@ -222,6 +250,9 @@ func floorSlot(anchor, t time.Time, tick time.Duration) time.Time {
 
 func (c *Collector) loop(e *entry) {
 	defer close(e.done)
+	if e.shared != nil {
+		defer e.shared.done()
+	}
 	if cl, ok := e.s.(Closer); ok {
 		defer func() { _ = cl.Close() }()
 	}

@@ -283,3 +283,56 @@ func TestOnPoints(t *testing.T) {
 		t.Errorf("the points are not stamped with their nominal times %v: %v", slow.times, stamps)
 	}
 }
+
+// countCloser counts its Close calls and whether a user was still
+// sampling when it was closed.
+type countCloser struct {
+	closes   atomic.Int32
+	sampling *atomic.Int32
+	early    atomic.Bool
+}
+
+func (c *countCloser) Close() error {
+	if c.sampling.Load() > 0 {
+		c.early.Store(true)
+	}
+	c.closes.Add(1)
+	return nil
+}
+
+// usesShared samples slowly through a shared resource.
+type usesShared struct {
+	name     string
+	sampling *atomic.Int32
+}
+
+func (u usesShared) Name() string { return u.name }
+func (u usesShared) Sample(context.Context, time.Time) ([]Point, error) {
+	u.sampling.Add(1)
+	defer u.sampling.Add(-1)
+	time.Sleep(15 * time.Millisecond)
+	return []Point{{Series: u.name, V: 1}}, nil
+}
+
+// TestSharedClosedOnce: a resource shared by several samplers (an SQL
+// source's connection) is closed exactly once, after the last of them
+// stopped; one used by none is not touched.
+func TestSharedClosedOnce(t *testing.T) {
+	var sampling atomic.Int32
+	res := &countCloser{sampling: &sampling}
+	c := Start(context.Background(), Options{Tick: 10 * time.Millisecond},
+		Spec{Sampler: usesShared{"a", &sampling}, Shared: res},
+		Spec{Sampler: usesShared{"b", &sampling}, Shared: res},
+		Spec{Sampler: usesShared{"c", &sampling}, Shared: res, Interval: 5 * time.Millisecond})
+	time.Sleep(60 * time.Millisecond)
+	if n := res.closes.Load(); n != 0 {
+		t.Fatalf("closed %d times while sampling", n)
+	}
+	c.Stop()
+	if n := res.closes.Load(); n != 1 {
+		t.Errorf("closed %d times, want once", n)
+	}
+	if res.early.Load() {
+		t.Error("closed while a sampler still used it")
+	}
+}

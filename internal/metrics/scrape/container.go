@@ -40,7 +40,7 @@ type Container struct {
 	cs     counters
 }
 
-func (c *Container) Name() string { return "container " + c.ID + " at " + c.URL }
+func (c *Container) Name() string { return "container " + c.ID + " at " + Redact(c.URL) }
 
 // matches reports whether a sample is the container's.
 func (c *Container) matches(m *dto.Metric) bool {
@@ -99,6 +99,9 @@ func (c *Container) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, e
 	if !found {
 		return nil, c.notFound(f)
 	}
+	if err := c.oneContainer(f); err != nil {
+		return nil, err
+	}
 	var pts []sampler.Point
 	if r, ok := c.cs.get("cpu").rate(cpu, cpuAt); ok {
 		pts = append(pts, sampler.Point{Series: ContainerCPU, V: 100 * r})
@@ -145,12 +148,33 @@ func (c *Container) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, e
 	return pts, nil
 }
 
+// oneContainer refuses a name that matches several containers (a kubelet
+// with two pods whose containers are both named postgres): their figures
+// would be added up as one.
+func (c *Container) oneContainer(f families) error {
+	ids := map[string]bool{}
+	for _, m := range f.m["container_cpu_usage_seconds_total"].Metric {
+		if c.matches(m) {
+			ids[label(m, "id")] = true
+		}
+	}
+	if len(ids) <= 1 {
+		return nil
+	}
+	var list []string
+	for id := range ids {
+		list = append(list, path.Base(id))
+	}
+	sort.Strings(list)
+	return fmt.Errorf("%q names %d containers at %s (%s): give --container one of their ids", c.ID, len(ids), Redact(c.URL), strings.Join(list, ", "))
+}
+
 // notFound says the container is not at the URL, naming the ones that
 // are.
 func (c *Container) notFound(f families) error {
 	fam := f.m["container_cpu_usage_seconds_total"]
 	if fam == nil {
-		return fmt.Errorf("%s serves no container_cpu_usage_seconds_total: is it cAdvisor's /metrics (or a kubelet's /metrics/cadvisor)?", c.URL)
+		return fmt.Errorf("%s serves no container_cpu_usage_seconds_total: is it cAdvisor's /metrics (or a kubelet's /metrics/cadvisor)?", Redact(c.URL))
 	}
 	seen := map[string]bool{}
 	for _, m := range fam.Metric {
@@ -168,5 +192,5 @@ func (c *Container) notFound(f families) error {
 	if len(names) > 12 {
 		names = append(names[:12], "...")
 	}
-	return fmt.Errorf("no container %q at %s (give its name or id; containers there: %s)", c.ID, c.URL, strings.Join(names, ", "))
+	return fmt.Errorf("no container %q at %s (give its name or id; containers there: %s)", c.ID, Redact(c.URL), strings.Join(names, ", "))
 }

@@ -31,7 +31,7 @@ type Node struct {
 	cs     counters
 }
 
-func (n *Node) Name() string { return "node_exporter " + n.URL }
+func (n *Node) Name() string { return "node_exporter " + Redact(n.URL) }
 
 // cpuModes are node_cpu_seconds_total's modes in /proc/stat's split
 // (guest time is inside user and nice already).
@@ -46,7 +46,7 @@ func (n *Node) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, error)
 		return nil, err
 	}
 	if f.m["node_cpu_seconds_total"] == nil {
-		return nil, fmt.Errorf("%s serves no node_cpu_seconds_total: is it node_exporter's /metrics?", n.URL)
+		return nil, fmt.Errorf("%s serves no node_cpu_seconds_total: is it node_exporter's /metrics?", Redact(n.URL))
 	}
 	var pts []sampler.Point
 	pts = append(pts, n.cpu(f)...)
@@ -72,16 +72,33 @@ func (n *Node) cpu(f families) []sampler.Point {
 	for _, m := range f.m["node_cpu_seconds_total"].Metric {
 		sums[label(m, "mode")] += value(m)
 	}
+	// The modes' raw changes. node_exporter restarted (a reset) when their
+	// sum went down: a mode that went down then counts its new value, as
+	// Prometheus' rate() would. A mode that alone went down while the sum
+	// grew is iowait's estimate stepping back (as /proc/stat's can): 0,
+	// not a reset that would give it the whole interval.
 	inc := map[string]float64{}
-	total := 0.0
-	ok := true
+	ok, sum := true, 0.0
 	for _, mode := range cpuModes {
-		d, _, good := n.cs.get("cpu/"+mode).increase(sums[mode], f.at)
+		d, good := n.cs.get("cpu/"+mode).change(sums[mode], f.at)
 		ok = ok && good
 		inc[mode] = d
-		total += d
+		sum += d
 	}
-	if !ok || total <= 0 {
+	if !ok {
+		return nil
+	}
+	total := 0.0
+	for _, mode := range cpuModes {
+		if inc[mode] < 0 {
+			inc[mode] = 0
+			if sum < 0 {
+				inc[mode] = sums[mode]
+			}
+		}
+		total += inc[mode]
+	}
+	if total <= 0 {
 		return nil
 	}
 	pct := func(v float64) float64 { return 100 * v / total }
@@ -223,9 +240,9 @@ func (n *Node) disk(f families) ([]sampler.Point, error) {
 	}
 	if len(devs) == 0 {
 		if n.Disk != "" {
-			return nil, fmt.Errorf("%s reports no disk %s (give --host-disk one of its node_disk_* devices)", n.URL, n.Disk)
+			return nil, fmt.Errorf("%s reports no disk %s (give --host-disk one of its node_disk_* devices)", Redact(n.URL), n.Disk)
 		}
-		return nil, errors.New(n.URL + " reports no disk")
+		return nil, errors.New(Redact(n.URL) + " reports no disk")
 	}
 	names := make([]string, 0, len(devs))
 	for d := range devs {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -118,6 +119,18 @@ func (c *counter) increase(v float64, at time.Time) (inc, secs float64, ok bool)
 	return v - prev, secs, true
 }
 
+// change is the counter's raw change since its previous sample (negative
+// when it went down), for a caller that tells a reset from a counter that
+// may step back.
+func (c *counter) change(v float64, at time.Time) (float64, bool) {
+	prev, prevAt, had := c.v, c.at, c.ok
+	c.v, c.at, c.ok = v, at, true
+	if !had || !at.After(prevAt) {
+		return 0, false
+	}
+	return v - prev, true
+}
+
 // rate is the counter's per-second rate since its previous sample.
 func (c *counter) rate(v float64, at time.Time) (float64, bool) {
 	inc, secs, ok := c.increase(v, at)
@@ -142,3 +155,13 @@ func (cs counters) get(key string) *counter {
 // newClient is the HTTP client of a sampler (connections kept between
 // scrapes).
 func newClient() *http.Client { return &http.Client{Timeout: Timeout} }
+
+// Redact is the URL with its password (user:password@) replaced by
+// "xxxxx", for names, notes and stored sources.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
+}

@@ -241,3 +241,63 @@ func TestCounter(t *testing.T) {
 		t.Error("a rate over no time")
 	}
 }
+
+// TestNodeIOWaitBack: an iowait counter that steps back a little while the
+// other modes grow is 0 for that interval, not a reset giving iowait the
+// whole interval.
+func TestNodeIOWaitBack(t *testing.T) {
+	e, url := serve(t)
+	n := &Node{URL: url, NoDisk: true}
+	text := func(user, idle, iowait float64) string {
+		return fmt.Sprintf(`# TYPE node_cpu_seconds_total counter
+node_cpu_seconds_total{cpu="0",mode="user"} %g
+node_cpu_seconds_total{cpu="0",mode="idle"} %g
+node_cpu_seconds_total{cpu="0",mode="iowait"} %g
+# TYPE node_memory_MemTotal_bytes gauge
+node_memory_MemTotal_bytes 8e+09
+# TYPE node_memory_MemAvailable_bytes gauge
+node_memory_MemAvailable_bytes 6e+09
+`, user, idle, iowait)
+	}
+	e.set(text(100, 100, 50))
+	if _, err := n.Sample(context.Background(), time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	e.set(text(100.5, 100.5, 49.99))
+	pts, err := n.Sample(context.Background(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := values(pts)
+	if !near(v[system.CPUIOWait], 0) || !near(v[system.CPUUser], 50) || !near(v[system.CPUIdle], 50) {
+		t.Errorf("iowait stepping back by 10 ms: %v", v)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	if got := Redact("http://mon:s3cret@db:9100/metrics"); strings.Contains(got, "s3cret") || !strings.Contains(got, "db:9100") {
+		t.Errorf("Redact: %s", got)
+	}
+	n := &Node{URL: "http://mon:s3cret@db:9100/metrics"}
+	if strings.Contains(n.Name(), "s3cret") {
+		t.Errorf("Name: %s", n.Name())
+	}
+}
+
+// TestContainerAmbiguous: a container name two pods share is refused with
+// their ids, not added up as one container.
+func TestContainerAmbiguous(t *testing.T) {
+	e, url := serve(t)
+	e.set(`# TYPE container_cpu_usage_seconds_total counter
+container_cpu_usage_seconds_total{container="postgres",id="/kubepods/pod1/aaa111",pod="db-0"} 10
+container_cpu_usage_seconds_total{container="postgres",id="/kubepods/pod2/bbb222",pod="db-1"} 20
+`)
+	_, err := (&Container{URL: url, ID: "postgres"}).Sample(context.Background(), time.Time{})
+	if err == nil || !strings.Contains(err.Error(), "aaa111, bbb222") {
+		t.Errorf("an ambiguous name: %v", err)
+	}
+	if _, err := (&Container{URL: url, ID: "aaa111"}).Sample(context.Background(), time.Time{}); err != nil {
+		t.Errorf("by id: %v", err)
+	}
+}

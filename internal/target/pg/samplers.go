@@ -98,6 +98,7 @@ func (t *Target) sqlSamplers(ctx context.Context, hm target.HostMetrics, note fu
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := src.check(cctx); err != nil {
+		src.Close()
 		var ne *notReadable
 		if errors.As(err, &ne) {
 			note("%s", ne.Error())
@@ -108,8 +109,8 @@ func (t *Target) sqlSamplers(ctx context.Context, hm target.HostMetrics, note fu
 	}
 	desc := src.Describe()
 	specs := []sampler.Spec{
-		{Sampler: &system.Host{Src: src, Prefix: system.ServerPrefix}, Host: sampler.HostServer, Source: desc},
-		{Sampler: &system.PGProcs{Src: src, Procs: src.procs}, Host: sampler.HostServer, Source: desc},
+		{Sampler: &system.Host{Src: src, Prefix: system.ServerPrefix}, Host: sampler.HostServer, Source: desc, Shared: src},
+		{Sampler: &system.PGProcs{Src: src, Procs: src.procs}, Host: sampler.HostServer, Source: desc, Shared: src},
 	}
 	dev := hm.Disk
 	if dev == "" {
@@ -119,7 +120,7 @@ func (t *Target) sqlSamplers(ctx context.Context, hm target.HostMetrics, note fu
 		}
 	}
 	if dev != "" {
-		specs = append(specs, sampler.Spec{Sampler: &system.Disk{Src: src, Device: dev}, Host: sampler.HostServer, Source: desc})
+		specs = append(specs, sampler.Spec{Sampler: &system.Disk{Src: src, Device: dev}, Host: sampler.HostServer, Source: desc, Shared: src})
 	}
 	return specs, nil
 }
@@ -307,21 +308,47 @@ func (s *sqlFiles) dataDisk(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("no mount holds %s on the server", dataDir)
 	}
 	majMin := m.Device()
-	if part, _ := s.Read(ctx, []string{"/sys/dev/block/" + majMin + "/partition"}); len(part) > 0 {
-		if d, _ := s.Read(ctx, []string{"/sys/dev/block/" + majMin + "/../dev"}); len(d) > 0 {
-			majMin = strings.TrimSpace(string(d["/sys/dev/block/"+majMin+"/../dev"]))
-		}
-	}
 	stats, err := machine.ParseDiskstats(files["/proc/diskstats"])
 	if err != nil {
 		return "", err
 	}
-	for name, st := range stats {
-		if fmt.Sprintf("%d:%d", st.Major, st.Minor) == majMin {
-			return name, nil
-		}
+	if name := wholeDisk(ctx, s.Read, majMin, stats); name != "" {
+		return name, nil
 	}
 	return "", fmt.Errorf("%s is on %s (%s, device %s), which is not a disk in the server's /proc/diskstats", dataDir, m.MountPoint, m.FSType, majMin)
+}
+
+// wholeDisk is the name in diskstats of the device majMin, or of its whole
+// disk when it is a partition (as the local disk sampler measures it), ""
+// when diskstats has neither. The partition's disk is found by name:
+// pg_read_file resolves ".." in the path's text, not through the /sys
+// symlink, so /sys/dev/block/MAJ:MIN/../dev cannot be read; instead the
+// disks whose name begins the partition's (sda for sda1, nvme0n1 for
+// nvme0n1p2) are tried for /sys/block/DISK/PART/partition.
+func wholeDisk(ctx context.Context, read func(context.Context, []string) (map[string][]byte, error), majMin string, stats map[string]machine.DiskStat) string {
+	var name string
+	for n, st := range stats {
+		if fmt.Sprintf("%d:%d", st.Major, st.Minor) == majMin {
+			name = n
+		}
+	}
+	if name == "" {
+		return ""
+	}
+	isPart := "/sys/dev/block/" + majMin + "/partition"
+	if f, _ := read(ctx, []string{isPart}); len(f[isPart]) == 0 {
+		return name
+	}
+	for disk := range stats {
+		if disk == name || !strings.HasPrefix(name, disk) {
+			continue
+		}
+		p := "/sys/block/" + disk + "/" + name + "/partition"
+		if f, _ := read(ctx, []string{p}); len(f[p]) > 0 {
+			return disk
+		}
+	}
+	return name
 }
 
 // locateServer finds the data directory and a function returning the
