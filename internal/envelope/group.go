@@ -482,9 +482,9 @@ func (g *Group) Command(cmd *exec.Cmd) error {
 	var script strings.Builder
 	for _, d := range g.dirs {
 		procs := filepath.Join(d.path, "cgroup.procs")
-		if c := attr.Credential; c != nil && c.Uid != 0 {
-			if err := os.Chown(procs, int(c.Uid), int(c.Gid)); err != nil {
-				return errs.Wrap(errs.KindEnvironment, err, "", "envelope %q: give %s to uid %d", g.env.Name, procs, c.Uid)
+		if uid, gid, ok := childIDs(attr); ok && uid != 0 {
+			if err := os.Chown(procs, uid, gid); err != nil {
+				return errs.Wrap(errs.KindEnvironment, err, "", "envelope %q: give %s to uid %d", g.env.Name, procs, uid)
 			}
 		}
 		fmt.Fprintf(&script, "echo $$ > %s || exit 126\n", shellQuote(procs))

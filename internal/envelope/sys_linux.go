@@ -65,3 +65,11 @@ func dropFileCache(path string) (int64, error) {
 	}
 	return st.Size(), unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
+
+// childIDs are the user and group a child runs as (SysProcAttr.Credential).
+func childIDs(attr *syscall.SysProcAttr) (uid, gid int, ok bool) {
+	if c := attr.Credential; c != nil {
+		return int(c.Uid), int(c.Gid), true
+	}
+	return 0, 0, false
+}

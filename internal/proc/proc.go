@@ -8,14 +8,12 @@ import (
 	"github.com/tunebench/tunebench/internal/machine"
 
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -41,8 +39,7 @@ func Exists(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return exists(pid)
 }
 
 // Alive reports whether the process recorded as pid with start time start
@@ -123,7 +120,7 @@ func Terminate(ctx context.Context, pids []int, wait time.Duration) []int {
 		for _, pid := range Roots(left) {
 			if !asked[pid] {
 				asked[pid] = true
-				syscall.Kill(pid, syscall.SIGTERM)
+				terminate(pid)
 			}
 		}
 		time.Sleep(50 * time.Millisecond)

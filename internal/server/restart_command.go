@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
@@ -47,12 +45,8 @@ func (c *CommandRestarter) Restart(ctx context.Context, _ string) error {
 		fmt.Fprintf(c.Log, "restarting the server: %s\n", c.Command)
 	}
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, "sh", "-c", c.Command)
+	cmd := shellCommand(ctx, c.Command)
 	cmd.Stdout, cmd.Stderr = &out, &out
-	// On timeout or interrupt the whole group ends (an ssh or sudo the
-	// shell started too), and Run does not wait on their pipe.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Run(); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "run the command by hand to see what it needs; it must restart the server and return",

@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -142,7 +141,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		if err != nil {
 			return nil, errs.Wrap(errs.KindEnvironment, err, "", "inspecting %s", dataDir)
 		}
-		owner := int(st.Sys().(*syscall.Stat_t).Uid)
+		owner := fileOwner(st)
 		if owner == 0 {
 			return nil, errs.New(errs.KindEnvironment, "chown -R it to an unprivileged user (e.g. postgres)",
 				"data directory %s is owned by root; PostgreSQL cannot run as root", dataDir)
@@ -303,7 +302,7 @@ func Open(dir string) (*Server, error) {
 		if err != nil {
 			return nil, errs.Wrap(errs.KindEnvironment, err, "", "inspecting %s", dataDir)
 		}
-		if u, err = runUserByID(int(fi.Sys().(*syscall.Stat_t).Uid)); err != nil {
+		if u, err = runUserByID(fileOwner(fi)); err != nil {
 			return nil, err
 		}
 	} else if u, err = resolveRunUser(""); err != nil {
@@ -812,14 +811,14 @@ func (s *Server) lock(ctx context.Context) (func(), error) {
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		busy, err := tryLock(f)
 		if err == nil {
 			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				unlockFile(f)
 				_ = f.Close()
 			}, nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		if !busy {
 			f.Close()
 			return nil, errs.Wrap(errs.KindEnvironment, err, "", "cannot lock %s", path)
 		}

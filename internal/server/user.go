@@ -104,11 +104,7 @@ func (u runUser) sysProcAttr() *syscall.SysProcAttr {
 	if !u.Switch {
 		return nil
 	}
-	groups := make([]uint32, 0, len(u.Groups))
-	for _, g := range u.Groups {
-		groups = append(groups, uint32(g))
-	}
-	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: groups}}
+	return credentials(u)
 }
 
 // chown gives path to the user when we switch users; otherwise it is already ours.
@@ -135,7 +131,7 @@ func (u runUser) inGroup(gid int) bool {
 // can reports whether the user has the permission bits in want (a mask of
 // 4=read, 2=write, 1=execute) on a file with the given stat.
 func (u runUser) can(st os.FileInfo, want os.FileMode) bool {
-	sys, ok := st.Sys().(*syscall.Stat_t)
+	uid, gid, ok := fileIDs(st)
 	if !ok {
 		return true
 	}
@@ -144,9 +140,9 @@ func (u runUser) can(st os.FileInfo, want os.FileMode) bool {
 	}
 	perm := st.Mode().Perm()
 	switch {
-	case int(sys.Uid) == u.UID:
+	case uid == u.UID:
 		return (perm>>6)&want == want
-	case u.inGroup(int(sys.Gid)):
+	case u.inGroup(gid):
 		return (perm>>3)&want == want
 	default:
 		return perm&want == want

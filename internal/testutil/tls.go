@@ -10,7 +10,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,13 +40,13 @@ func ServerTLS(tb testing.TB, srv *server.Server) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	owner := st.Sys().(*syscall.Stat_t)
+	uid, gid := fileIDs(st)
 	for name, block := range map[string]*pem.Block{"server.crt": {Type: "CERTIFICATE", Bytes: der}, "server.key": {Type: "EC PRIVATE KEY", Bytes: kb}} {
 		path := filepath.Join(srv.DataDir(), name)
 		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
 			tb.Fatal(err)
 		}
-		if err := os.Chown(path, int(owner.Uid), int(owner.Gid)); err != nil {
+		if err := os.Chown(path, uid, gid); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
@@ -484,11 +483,11 @@ func readScheduler(path string) (string, []string, error) {
 
 // sysDir is a block device's directory in /sys.
 func sysDir(dev string) (string, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(dev, &st); err != nil {
+	_, rdev, err := statNumbers(dev)
+	if err != nil {
 		return "", errs.Wrap(errs.KindUsage, err, "check the path", "device %s", dev)
 	}
-	link := fmt.Sprintf("/sys/dev/block/%d:%d", major(uint64(st.Rdev)), minor(uint64(st.Rdev)))
+	link := fmt.Sprintf("/sys/dev/block/%d:%d", major(rdev), minor(rdev))
 	p, err := filepath.EvalSymlinks(link)
 	if err != nil {
 		return "", errs.Wrap(errs.KindEnvironment, err, "", "finding %s in /sys", dev)

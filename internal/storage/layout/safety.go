@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/tunebench/tunebench/internal/errs"
 )
@@ -118,11 +117,11 @@ func devName(mm string) string {
 // rootDisk is the kernel name of the disk holding "/" (a partition's
 // parent disk).
 func rootDisk() (string, bool) {
-	var st syscall.Stat_t
-	if err := syscall.Stat("/", &st); err != nil {
+	dev, _, err := statNumbers("/")
+	if err != nil {
 		return "", false
 	}
-	p, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", major(uint64(st.Dev)), minor(uint64(st.Dev))))
+	p, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", major(dev), minor(dev)))
 	if err != nil {
 		return "", false
 	}

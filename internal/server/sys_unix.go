@@ -1,0 +1,51 @@
+//go:build unix
+
+package server
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// fileOwner is the uid that owns the file.
+func fileOwner(fi os.FileInfo) int { return int(fi.Sys().(*syscall.Stat_t).Uid) }
+
+// fileIDs are the file's owner and group.
+func fileIDs(fi os.FileInfo) (uid, gid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
+}
+
+// tryLock takes an exclusive flock on f without waiting; busy says
+// another holder has it.
+func tryLock(f *os.File) (busy bool, err error) {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	return errors.Is(err, syscall.EWOULDBLOCK), err
+}
+
+func unlockFile(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
+// credentials run a child as the user.
+func credentials(u runUser) *syscall.SysProcAttr {
+	groups := make([]uint32, 0, len(u.Groups))
+	for _, g := range u.Groups {
+		groups = append(groups, uint32(g))
+	}
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: groups}}
+}
+
+// shellCommand runs command through sh. On timeout or interrupt the whole
+// process group ends (an ssh or sudo the shell started too), and Run does
+// not wait on their pipe.
+func shellCommand(ctx context.Context, command string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	return cmd
+}

@@ -1,0 +1,44 @@
+//go:build windows
+
+package server
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/windows"
+)
+
+// fileOwner: Windows files have no uid (the managed server, the only user
+// of it, does not run there).
+func fileOwner(os.FileInfo) int { return -1 }
+
+func fileIDs(os.FileInfo) (uid, gid int, ok bool) { return 0, 0, false }
+
+// tryLock takes an exclusive lock on f's first byte without waiting
+// (LockFileEx); busy says another holder has it.
+func tryLock(f *os.File) (busy bool, err error) {
+	ol := new(windows.Overlapped)
+	err = windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
+	return errors.Is(err, windows.ERROR_LOCK_VIOLATION), err
+}
+
+func unlockFile(f *os.File) {
+	_ = windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, new(windows.Overlapped))
+}
+
+// credentials: no user switch on Windows.
+func credentials(runUser) *syscall.SysProcAttr { return nil }
+
+// shellCommand runs command through cmd.exe (a --restart-command such as
+// `net stop postgresql-x64-16 && net start postgresql-x64-16`); on
+// timeout or interrupt the shell is killed.
+func shellCommand(ctx context.Context, command string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "cmd.exe")
+	// cmd.exe parses its command line itself: pass it as written.
+	cmd.SysProcAttr = &syscall.SysProcAttr{CmdLine: `/d /s /c "` + command + `"`}
+	return cmd
+}
