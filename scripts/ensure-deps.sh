@@ -9,8 +9,9 @@
 #                                   fio, the filesystem and loop device
 #                                   tools (xfsprogs and btrfs-progs too), ip,
 #                                   setpriv, prometheus-node-exporter,
-#                                   prometheus (with promtool) and chromium;
-#                                   then the TPC-H answer oracle
+#                                   prometheus (with promtool), chromium,
+#                                   wine and MinGW (amd64); then the TPC-H
+#                                   answer oracle
 #                                   (scripts/tpch-oracle.sh). Where they
 #                                   cannot be installed (not root), it says
 #                                   which tests will skip, and goes on.
@@ -68,6 +69,13 @@ if [ "$test_deps" = 1 ]; then
   have_tool prometheus-node-exporter || tpkgs+=(prometheus-node-exporter)
   have_tool promtool || tpkgs+=(prometheus)
   have_tool chromium || tpkgs+=(chromium)
+  # The Windows client's smoke test runs tunebench.exe under Wine (amd64
+  # only); Debian 12's Wine lacks the bcryptprimitives.dll Go programs
+  # load, so the test builds a small one with MinGW.
+  if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then
+    have_tool wine || tpkgs+=(wine wine64)
+    have_tool x86_64-w64-mingw32-gcc || tpkgs+=(gcc-mingw-w64-x86-64-win32)
+  fi
 else
   have_tool mkfs.xfs || opt+=(xfsprogs)
   have_tool mkfs.btrfs || opt+=(btrfs-progs)

@@ -15,6 +15,7 @@ import (
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/report"
 	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/workload"
 )
@@ -90,6 +91,10 @@ cores.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			start := time.Now()
+			if err := server.Supported(); err != nil {
+				return errs.New(errs.KindUsage, "on Windows, point tunebench at a PostgreSQL you run: tunebench load tpcb --dsn postgres://USER@HOST:PORT/DB --scale 10, then tunebench run tpcb --dsn ... (README: Windows and macOS)",
+					"quickstart runs the main job on a managed PostgreSQL, which needs Linux or macOS")
+			}
 			storePath, err := rf.resolve(s.Getenv)
 			if err != nil {
 				return err

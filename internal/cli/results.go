@@ -21,7 +21,7 @@ import (
 type resultsFlag struct{ path string }
 
 func (f *resultsFlag) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.path, "results", "", "results store (SQLite) path; default $TUNEBENCH_RESULTS, else $XDG_DATA_HOME/tunebench/results.db, else ~/.local/share/tunebench/results.db")
+	fs.StringVar(&f.path, "results", "", "results store (SQLite) path; default $TUNEBENCH_RESULTS, else $XDG_DATA_HOME/tunebench/results.db, else ~/.local/share/tunebench/results.db (Windows: %LOCALAPPDATA%\\tunebench\\results.db)")
 }
 
 // resolve picks the store path: --results, else the default from the

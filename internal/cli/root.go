@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -109,7 +110,7 @@ func newVersionCmd(s *State) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s.printf("tunebench %s\n", buildVersion())
+			s.printf("tunebench %s %s/%s\n", buildVersion(), runtime.GOOS, runtime.GOARCH)
 			return nil
 		},
 	}

@@ -1,6 +1,8 @@
 package envelope
 
 import (
+	"runtime"
+
 	"github.com/tunebench/tunebench/internal/machine"
 
 	"fmt"
@@ -232,6 +234,10 @@ func currentSystem() (*system, error) {
 // Probe says which cgroup version Create would use for e on this machine
 // ("v1" or "v2"), or why none can hold it. It writes nothing.
 func Probe(e *Envelope) (string, error) {
+	if runtime.GOOS != "linux" {
+		return "", errs.New(errs.KindUsage, "run the experiment on a Linux machine, or remove matrix.envelope",
+			"envelopes (cgroup CPU, memory and I/O limits) need Linux; this is %s", runtime.GOOS)
+	}
 	sys, err := currentSystem()
 	if err != nil {
 		return "", err

@@ -37,7 +37,11 @@ type Host struct {
 
 // HostInfo describes this machine. Fields that cannot be read are left empty.
 func HostInfo() Host {
-	return hostSource{root: "/", uname: uname, hostname: os.Hostname}.host()
+	h := hostSource{root: "/", uname: uname, hostname: os.Hostname}.host()
+	if runtime.GOOS != "linux" {
+		portableHost(&h)
+	}
+	return h
 }
 
 // hostSource is where HostInfo reads from; tests point root at captured

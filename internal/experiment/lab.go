@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/tunebench/tunebench/internal/live"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/storage/layout"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/target"
@@ -317,6 +319,18 @@ func (lt *labTarget) teardown(ctx context.Context) error {
 // the safety of every device it names and --allow-destroy for them, and a
 // writable cgroup hierarchy with the controllers of each envelope.
 func (l *Lab) Preflight(_ context.Context, p *Plan) error {
+	if l.Spec.Target.Managed != nil {
+		if err := server.Supported(); err != nil {
+			return errs.New(errs.KindUsage, "give target.dsn (a PostgreSQL you run) instead of target.managed", "%v", err)
+		}
+	}
+	if l.Registry != nil && l.Spec.Workload != nil {
+		if w, ok := l.Registry.Get(l.Spec.Workload.Name); ok {
+			if err := w.Meta().CheckPlatform(runtime.GOOS); err != nil {
+				return err
+			}
+		}
+	}
 	seenL, seenE := map[string]bool{}, map[string]bool{}
 	var problems []error
 	for _, c := range p.Configs {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/driver"
@@ -131,6 +132,9 @@ func (r *Request) note(format string, a ...any) {
 // nothing was stored.
 func Run(ctx context.Context, req *Request) (*results.Summary, error) {
 	w := req.Workload
+	if err := w.Meta().CheckPlatform(runtime.GOOS); err != nil {
+		return nil, err
+	}
 	set := w.Options().Phase(option.PhaseRun)
 	seed := option.ExecOf(set, req.Options).Seed
 	if seed == 0 {

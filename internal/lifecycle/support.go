@@ -109,10 +109,10 @@ func startSampling(ctx context.Context, req *Request) (*sampling, error) {
 		}
 		req.note("samplers: %s", text)
 	}
-	local := system.Local{}
+	host, source := system.LocalHost()
 	specs := []sampler.Spec{
-		{Sampler: &system.Host{Src: local}, Host: sampler.HostDriver, Source: local.Describe()},
-		{Sampler: &system.Driver{}, Host: sampler.HostDriver, Source: local.Describe()},
+		{Sampler: host, Host: sampler.HostDriver, Source: source},
+		{Sampler: &system.Driver{}, Host: sampler.HostDriver, Source: source},
 	}
 	hm := req.HostMetrics
 	if req.Target != nil {
@@ -325,6 +325,8 @@ func gaugeOf(s sampler.Sampler) string {
 	switch s := s.(type) {
 	case *system.Host:
 		return s.Prefix + system.MemUsed
+	case *system.Portable:
+		return system.MemUsed
 	case *scrape.Node:
 		return s.Prefix + system.MemUsed
 	case *system.PGProcs:

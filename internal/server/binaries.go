@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,10 @@ func defaultFinder() finder {
 			"/usr/lib/postgresql/*/bin", // Debian, Ubuntu
 			"/usr/pgsql-*/bin",          // PGDG packages on Fedora/RHEL
 			"/usr/local/pgsql/bin",      // source build default prefix
+			// macOS: Homebrew (Apple silicon, then Intel), Postgres.app.
+			"/opt/homebrew/opt/postgresql@*/bin",
+			"/usr/local/opt/postgresql@*/bin",
+			"/Applications/Postgres.app/Contents/Versions/*/bin",
 		},
 		osRelease: "/etc/os-release",
 	}
@@ -227,6 +232,8 @@ func installHint(osRelease string) string {
 		return false
 	}
 	switch {
+	case runtime.GOOS == "darwin":
+		return "install PostgreSQL with `brew install postgresql@17` (or Postgres.app)" + tail
 	case has("debian", "ubuntu"):
 		return "install PostgreSQL with `apt-get install postgresql`" + tail
 	case has("fedora", "rhel", "centos", "rocky", "almalinux"):

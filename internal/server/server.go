@@ -98,6 +98,9 @@ type Server struct {
 // waits until it accepts connections and applies o.Settings. Starting a dir
 // whose server is already running is an error.
 func Start(ctx context.Context, o Options) (*Server, error) {
+	if err := Supported(); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(o.Dir) == "" {
 		return nil, errs.Usage("give the server directory with --dir", "no server directory given")
 	}
@@ -270,6 +273,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 
 // Open attaches to an existing server dir, running or not.
 func Open(dir string) (*Server, error) {
+	if err := Supported(); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, errs.Wrap(errs.KindUsage, err, "", "bad --dir %q", dir)

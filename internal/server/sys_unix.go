@@ -49,3 +49,7 @@ func shellCommand(ctx context.Context, command string) *exec.Cmd {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return cmd
 }
+
+// Supported says whether this platform runs a managed server (Linux and
+// macOS do).
+func Supported() error { return nil }

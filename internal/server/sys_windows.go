@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"syscall"
 
+	"github.com/tunebench/tunebench/internal/errs"
 	"golang.org/x/sys/windows"
 )
 
@@ -41,4 +42,13 @@ func shellCommand(ctx context.Context, command string) *exec.Cmd {
 	// cmd.exe parses its command line itself: pass it as written.
 	cmd.SysProcAttr = &syscall.SysProcAttr{CmdLine: `/d /s /c "` + command + `"`}
 	return cmd
+}
+
+// Supported: the managed server (initdb, pg_ctl, a Unix user to run it as,
+// a socket directory) is for Linux and macOS; on Windows tunebench is a
+// client of a server the user runs.
+func Supported() error {
+	return errs.New(errs.KindUsage,
+		"run PostgreSQL as a Windows service (the EDB installer) or on another machine, and give --dsn postgres://USER@HOST:PORT/DB (the password in PGPASSWORD or %APPDATA%\\postgresql\\pgpass.conf)",
+		"the managed server (--server-dir, server start) runs on Linux and macOS, not on Windows")
 }

@@ -11,7 +11,8 @@
 //  2. $XDG_DATA_HOME/tunebench/results.db, when XDG_DATA_HOME is an absolute
 //     path (the XDG base directory specification says relative values are
 //     invalid and must be ignored);
-//  3. $HOME/.local/share/tunebench/results.db.
+//  3. $HOME/.local/share/tunebench/results.db;
+//  4. on Windows (where HOME is usually unset), %LOCALAPPDATA%\tunebench\results.db.
 //
 // # File and schema
 //
@@ -37,6 +38,8 @@
 package store
 
 import (
+	"runtime"
+
 	"github.com/tunebench/tunebench/internal/machine"
 
 	"context"
@@ -73,6 +76,9 @@ func DefaultPathFrom(getenv func(string) string) (string, error) {
 	}
 	if h := getenv("HOME"); h != "" {
 		return filepath.Join(h, ".local", "share", "tunebench", "results.db"), nil
+	}
+	if a := getenv("LOCALAPPDATA"); a != "" && runtime.GOOS == "windows" {
+		return filepath.Join(a, "tunebench", "results.db"), nil
 	}
 	return "", errs.New(errs.KindEnvironment,
 		"set "+EnvResults+" to the results file to use (or set HOME)",

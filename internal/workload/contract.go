@@ -3,9 +3,12 @@ package workload
 import (
 	"context"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
+	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/run"
@@ -30,6 +33,37 @@ type Meta struct {
 	// Dialects lists the database dialects the workload speaks (see
 	// target.Target.Dialect); empty: it needs no database.
 	Dialects []string
+	// Platforms lists the operating systems (runtime.GOOS) the workload
+	// runs on, and PlatformsWhy says why not elsewhere; empty: all.
+	Platforms    []string
+	PlatformsWhy string
+}
+
+// CheckPlatform refuses, with the reason, a workload that does not run on
+// goos.
+func (m Meta) CheckPlatform(goos string) error {
+	if len(m.Platforms) == 0 || slices.Contains(m.Platforms, goos) {
+		return nil
+	}
+	names := make([]string, len(m.Platforms))
+	for i, p := range m.Platforms {
+		names[i] = osName(p)
+	}
+	return errs.New(errs.KindUsage, "run it on "+strings.Join(names, " or "),
+		"%s does not run on %s: %s", m.Name, osName(goos), m.PlatformsWhy)
+}
+
+// osName is a GOOS as people name the system.
+func osName(goos string) string {
+	switch goos {
+	case "linux":
+		return "Linux"
+	case "darwin":
+		return "macOS"
+	case "windows":
+		return "Windows"
+	}
+	return goos
 }
 
 // Workload is what every workload provides: its description and its

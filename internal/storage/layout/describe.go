@@ -1,8 +1,10 @@
 package layout
 
 import (
+	"runtime"
 	"strings"
 
+	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/human"
 )
 
@@ -44,6 +46,10 @@ type Finding struct {
 // machine without touching anything: its tools and kernel support, and
 // the safety of every device it names.
 func MachineCheck(l *Layout) []Finding {
+	if runtime.GOOS != "linux" {
+		return []Finding{{"NOT READY", errs.New(errs.KindUsage, "run the experiment on a Linux machine, or remove matrix.storage",
+			"storage layouts (loop devices, mkfs, md/LVM, mount) need Linux; this is %s", runtime.GOOS)}}
+	}
 	var out []Finding
 	for each := l; each != nil; each = each.WAL {
 		if err := Installed(each); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,10 @@ const whyRemote = target.NotMeasuredNote + "remote server (the cpu, memory and n
 // localSamplers are the server's processes and disk read from this
 // machine's /proc.
 func (t *Target) localSamplers(ctx context.Context, note func(format string, a ...any)) []sampler.Spec {
+	if runtime.GOOS != "linux" {
+		note("PostgreSQL process and disk metrics not measured on %s: they read Linux's /proc and /sys (this machine's CPU, memory and network are measured)", runtime.GOOS)
+		return nil
+	}
 	var specs []sampler.Spec
 	src := system.Local{}
 	dataDir, postmaster := t.locateServer(ctx)

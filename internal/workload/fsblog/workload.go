@@ -24,7 +24,10 @@ func New() workload.Workload { return Workload{} }
 // Meta describes the workload; `tunebench fsblog` runs it.
 func (Workload) Meta() workload.Meta {
 	return workload.Meta{Name: "fsblog", Description: "blogbench-like filesystem workload (writers, rewriters, commenters, readers on a tree of blogs)",
-		Version: "1", Command: "fsblog", Layouts: true, Ops: Ops()}
+		Version: "1", Command: "fsblog", Layouts: true, Ops: Ops(),
+		Platforms: []string{"linux", "darwin"},
+		PlatformsWhy: "its writers replace files by renaming over them while readers have them open, as blogbench does on POSIX " +
+			"filesystems; Windows refuses that rename (a sharing violation)"}
 }
 
 // Options declares the workload's options (all of the run).

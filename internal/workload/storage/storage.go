@@ -37,6 +37,9 @@ func (Workload) Meta() workload.Meta {
 		Command:     "storage",
 		Layouts:     true,
 		Ops:         fio.TestNames(),
+		Platforms:   []string{"linux", "darwin"},
+		PlatformsWhy: "its fio job files and the page-cache drop between tests are written for Linux (and macOS, " +
+			"where fio runs with psync); Windows' fio needs other engines, not tried",
 	}
 }
 
