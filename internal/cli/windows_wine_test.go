@@ -75,7 +75,8 @@ func winPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
 
 // TestWindowsClientUnderWine: tunebench built for windows/amd64, run by
 // Wine, is a client of a managed PostgreSQL on loopback: it loads tpcb at
-// scale 1, runs it for a few seconds, checks it and writes a report; the
+// scale 1, runs it for a few seconds, checks it, writes a report, runs a
+// two-run experiment against the DSN target and compares two runs; the
 // run stored in the results store (a Windows path) is read back here, its
 // driver host measured through gopsutil (no /proc on Windows). The managed
 // server itself is refused on Windows with the way to use --dsn.
@@ -153,6 +154,26 @@ func TestWindowsClientUnderWine(t *testing.T) {
 	}
 	if html, err := os.ReadFile(report); err != nil || !strings.Contains(string(html), "<svg") {
 		t.Errorf("the report (%v) has no chart", err)
+	}
+
+	// An experiment against the DSN target, and compare.
+	exp := tempPath(t, "exp.yaml")
+	if err := os.WriteFile(exp, []byte(fmt.Sprintf(`name: wine
+workload:
+  name: tpcb
+  options: {scale: 1, duration: 1s, warmup: 0s}
+target:
+  dsn: "host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable"
+matrix:
+  clients: [1, 2]
+`, srv.Port(), db)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := tb(0, "experiment", "run", winPath(exp), "--results", winPath(results)); !strings.Contains(out, "experiment wine: done (2 runs") {
+		t.Errorf("experiment:\n%s", out)
+	}
+	if out := tb(0, "compare", strconv.FormatInt(sum.RunID, 10), strconv.FormatInt(sum.RunID+1, 10), "--results", winPath(results)); !strings.Contains(out, "B/A") {
+		t.Errorf("compare:\n%s", out)
 	}
 
 	// What it stored, read here by the Linux build.
