@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -237,10 +238,19 @@ func (s *Server) allowSamenet() error {
 // has characters the setting's list syntax would split or mangle.
 func socketDir(dataDir string, port int) string {
 	sock := filepath.Join(dataDir, ".s.PGSQL."+strconv.Itoa(port))
-	if len(sock) > 107 || strings.ContainsAny(dataDir, ",'\"\\ \t") {
+	if len(sock) > maxSocketPath() || strings.ContainsAny(dataDir, ",'\"\\ \t") {
 		return ""
 	}
 	return dataDir
+}
+
+// maxSocketPath is the longest Unix socket path the system takes
+// (sockaddr_un's sun_path less its NUL: 108 bytes on Linux, 104 on macOS).
+func maxSocketPath() int {
+	if runtime.GOOS == "darwin" {
+		return 103
+	}
+	return 107
 }
 
 // confQuote quotes a value for postgresql.conf.

@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	gopsmem "github.com/shirou/gopsutil/v4/mem"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -890,6 +893,13 @@ func checkMemory(all map[string]settingInfo, settings []Setting, mem int64) erro
 // unknown.
 func MachineMemory() int64 {
 	var mem int64
+	if runtime.GOOS != "linux" {
+		// No /proc (macOS): the system's own figure.
+		if vm, err := gopsmem.VirtualMemory(); err == nil {
+			return int64(vm.Total)
+		}
+		return 0
+	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
