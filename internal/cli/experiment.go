@@ -178,7 +178,7 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags,
 		Observe: obs.observe, LoadProgress: newLoadBar(s).update, LoadNote: func(string, ...any) {}, AllowDestroy: allowDestroy}
 	if lv != nil {
 		lab.Live = func(w workload.Workload, planRun int, planLabel string) *live.Run {
-			return lv.newRun(w, plan.Name, planRun, planLabel)
+			return lv.newRun(w, plan.Name, planRun, planLabel, workload.Shard{})
 		}
 	}
 	r := &experiment.Runner{Store: st, Env: lab, Observe: func(ev experiment.Event) {

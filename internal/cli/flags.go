@@ -120,6 +120,7 @@ type runFlags struct {
 	cpuProfile string
 	hosts      target.HostMetrics
 	live       liveFlags
+	shard      string
 }
 
 // addRunFlags adds the run flags a workload's capabilities call for: the
@@ -138,6 +139,7 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 		addHostFlags(fs, &rf.hosts)
 	}
 	if _, ok := w.Options().Phase(option.PhaseRun).ByRole(option.RoleWorkers); ok {
+		fs.StringVar(&rf.shard, "shard", "", "run shard i of N of a run split over N drivers (0 <= i < N; default $"+workload.EnvShard+"); N alone takes i from $"+workload.EnvJobIndex+" (a Kubernetes Indexed Job)")
 		rf.progress = time.Second
 		fs.VarP(option.DurationFlag{P: &rf.progress}, "progress", "P", "progress line interval (0 = none)")
 		fs.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the driver to this file (for tuning tunebench itself)")

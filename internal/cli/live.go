@@ -58,12 +58,15 @@ func (lv *liveView) noteTick(progress time.Duration) {
 
 // newRun starts serving a run; its key labels its series and is stored
 // with it (run_key).
-func (lv *liveView) newRun(w workload.Workload, experimentName string, planRun int, planLabel string) *live.Run {
+func (lv *liveView) newRun(w workload.Workload, experimentName string, planRun int, planLabel string, sh workload.Shard) *live.Run {
 	if lv == nil {
 		return nil
 	}
 	info := live.RunInfo{Key: live.NewKey(time.Now()), Workload: w.Meta().Name, Experiment: experimentName,
 		PlanRun: planRun, PlanLabel: planLabel}
+	if sh.On() {
+		info.Shard = sh.String()
+	}
 	if r, ok := w.(workload.Runner); ok {
 		h := r.Headline()
 		info.Headline = live.Headline{Metric: h.Metric, Label: h.Label, Unit: h.Unit}

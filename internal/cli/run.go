@@ -24,6 +24,23 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	if err := rf.hosts.Check(); err != nil {
 		return err
 	}
+	shardSpec := rf.shard
+	if shardSpec == "" {
+		shardSpec = s.Getenv(workload.EnvShard)
+	}
+	sh, err := workload.ParseShard(shardSpec, s.Getenv)
+	if err != nil {
+		return err
+	}
+	var shard *results.Shard
+	if sh.On() {
+		sv, part, err := workload.ShardOptions(r, sh, v)
+		if err != nil {
+			return err
+		}
+		v, shard = sv, &results.Shard{Index: sh.Index, Count: sh.Count, Part: part}
+		s.eprintf("%s\n", part)
+	}
 	lv, err := s.startLive(&rf.live)
 	if err != nil {
 		return err
@@ -32,9 +49,9 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	out, errOut, flush := s.runOutput()
 	req := &lifecycle.Request{Workload: r, Options: v, NoSamplers: rf.noSamplers, Progress: rf.progress,
 		Experiment: rf.experiment, Version: Version, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Stdout: out, Stderr: errOut,
-		HostMetrics: rf.hosts}
+		HostMetrics: rf.hosts, Shard: shard}
 	if lv != nil {
-		req.Live = lv.newRun(r, rf.experiment, -1, "")
+		req.Live = lv.newRun(r, rf.experiment, -1, "", sh)
 		s.eprintf("live view: run key %s (the run_key it is stored with)\n", req.Live.Key())
 		lv.noteTick(rf.progress)
 		// A run refused before the lifecycle (a bad --set, no target) ends

@@ -96,6 +96,9 @@ type Request struct {
 	Stdout, Stderr io.Writer
 	// HostMetrics says how the database server's host is measured.
 	HostMetrics target.HostMetrics
+	// Shard, for a shard of a split run (--shard), is stored with it; the
+	// options are already the shard's (workload.ShardOptions).
+	Shard *results.Shard
 
 	// Live, when set, gets the run's ticks, the samplers' points and the
 	// end as they come (--listen: internal/live), and its key is stored
@@ -421,6 +424,7 @@ func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summar
 	if req.Live != nil {
 		sum.RunKey = req.Live.Key()
 	}
+	sum.Shard = req.Shard
 	params, err := paramsJSON(req, r)
 	if err != nil {
 		return 0, err

@@ -44,6 +44,9 @@ type Summary struct {
 	// RunKey labels the run's live series (--listen: docs/live.md) from
 	// its start, before it has a run id; empty without --listen.
 	RunKey string `json:"run_key,omitempty"`
+	// Shard says which part of a run split over several drivers this run
+	// ran (--shard i/N); nil for a whole run.
+	Shard *Shard `json:"shard,omitempty"`
 	// Measured holds the executor's figures (nil for workloads that
 	// measure themselves, like storage and fsblog).
 	*Measured
@@ -51,6 +54,14 @@ type Summary struct {
 	// package), flattened into the JSON object. Its keys must not repeat
 	// the keys above.
 	Extra Extra `json:"-"`
+}
+
+// Shard is the part of a split run a shard ran: its index (0-based) of
+// Count, and which clients (or streams, terminals) were its.
+type Shard struct {
+	Index int    `json:"index"`
+	Count int    `json:"count"`
+	Part  string `json:"part"`
 }
 
 // NotMeasuredServerHost is the server host's CPU, memory, disks and

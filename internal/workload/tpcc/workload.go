@@ -356,3 +356,11 @@ func joinInts(ns []int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ShardOptions (workload.Sharder): not yet. Split by the executor's roles,
+// every shard's virtual users would start at terminal 0 and drive the same
+// home warehouses; tpcc's shards need a terminal offset first.
+func (Workload) ShardOptions(workload.Shard, option.Values) (option.Values, string, error) {
+	return nil, "", errs.Usage("run tpcc unsharded (one driver process), or shard tpcb and script runs",
+		"tpcc cannot be sharded yet: its virtual users' home warehouses are dealt from terminal 0 in every process, so shards would drive the same terminals")
+}
