@@ -37,6 +37,8 @@ cross:
 	  echo "build $$p"; \
 	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/tunebench || exit 1; \
 	done
+	@echo "vet darwin/arm64 (the tests too: go test ./... builds on a Mac)"
+	@GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 
 # Release binaries in dist/: tunebench-VERSION-OS-ARCH (.exe on Windows),
 # static (no cgo), the version stamped in, and their SHA256SUMS.

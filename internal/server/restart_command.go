@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/proc"
 )
 
 // CommandRestarter restarts a server tunebench does not manage (one on
@@ -45,7 +46,8 @@ func (c *CommandRestarter) Restart(ctx context.Context, _ string) error {
 		fmt.Fprintf(c.Log, "restarting the server: %s\n", c.Command)
 	}
 	var out bytes.Buffer
-	cmd := shellCommand(ctx, c.Command)
+	// On timeout or interrupt the shell and what it started end.
+	cmd := proc.Shell(ctx, c.Command)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Run(); err != nil {

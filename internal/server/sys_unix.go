@@ -3,10 +3,8 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"syscall"
 )
 
@@ -38,16 +36,6 @@ func credentials(u runUser) *syscall.SysProcAttr {
 		groups = append(groups, uint32(g))
 	}
 	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: groups}}
-}
-
-// shellCommand runs command through sh. On timeout or interrupt the whole
-// process group ends (an ssh or sudo the shell started too), and Run does
-// not wait on their pipe.
-func shellCommand(ctx context.Context, command string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	return cmd
 }
 
 // Supported says whether this platform runs a managed server (Linux and

@@ -3,10 +3,8 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"syscall"
 
 	"github.com/tunebench/tunebench/internal/errs"
@@ -33,16 +31,6 @@ func unlockFile(f *os.File) {
 
 // credentials: no user switch on Windows.
 func credentials(runUser) *syscall.SysProcAttr { return nil }
-
-// shellCommand runs command through cmd.exe (a --restart-command such as
-// `net stop postgresql-x64-16 && net start postgresql-x64-16`); on
-// timeout or interrupt the shell is killed.
-func shellCommand(ctx context.Context, command string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "cmd.exe")
-	// cmd.exe parses its command line itself: pass it as written.
-	cmd.SysProcAttr = &syscall.SysProcAttr{CmdLine: `/d /s /c "` + command + `"`}
-	return cmd
-}
 
 // Supported: the managed server (initdb, pg_ctl, a Unix user to run it as,
 // a socket directory) is for Linux and macOS; on Windows tunebench is a

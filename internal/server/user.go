@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,8 +52,11 @@ func resolveRunUser(runAs string) (runUser, error) {
 				"create it with `useradd --system --create-home "+runAs+"` or name an existing unprivileged user with --run-as",
 				"--run-as user %q does not exist", runAs)
 		}
-		return runUser{}, errs.New(errs.KindEnvironment,
-			"create it with `useradd --system --create-home postgres`, or name an existing unprivileged user with `--run-as USER`",
+		hint := "create it with `useradd --system --create-home postgres`, or name an existing unprivileged user with `--run-as USER`"
+		if runtime.GOOS == "darwin" {
+			hint = "run tunebench as your own user (not with sudo), or name an existing unprivileged user with `--run-as USER` (macOS has _postgres when a PostgreSQL package made it)"
+		}
+		return runUser{}, errs.New(errs.KindEnvironment, hint,
 			"PostgreSQL refuses to run as root and there is no `postgres` OS user to run it as")
 	}
 	u, err := fromUser(found)

@@ -8,11 +8,12 @@
 // DefaultPath picks the file, first match wins:
 //
 //  1. $TUNEBENCH_RESULTS, used as given;
-//  2. $XDG_DATA_HOME/tunebench/results.db, when XDG_DATA_HOME is an absolute
+//  2. on Windows, %LOCALAPPDATA%\tunebench\results.db (whatever the shell:
+//     Git Bash and MSYS2 set HOME too);
+//  3. $XDG_DATA_HOME/tunebench/results.db, when XDG_DATA_HOME is an absolute
 //     path (the XDG base directory specification says relative values are
 //     invalid and must be ignored);
-//  3. $HOME/.local/share/tunebench/results.db;
-//  4. on Windows (where HOME is usually unset), %LOCALAPPDATA%\tunebench\results.db.
+//  4. $HOME/.local/share/tunebench/results.db.
 //
 // # File and schema
 //
@@ -71,14 +72,16 @@ func DefaultPathFrom(getenv func(string) string) (string, error) {
 	if p := getenv(EnvResults); p != "" {
 		return p, nil
 	}
+	if a := getenv("LOCALAPPDATA"); a != "" && runtime.GOOS == "windows" {
+		// First on Windows: Git Bash, MSYS2 and Cygwin set HOME, and a
+		// store that moved with the shell would split the results.
+		return filepath.Join(a, "tunebench", "results.db"), nil
+	}
 	if x := getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
 		return filepath.Join(x, "tunebench", "results.db"), nil
 	}
 	if h := getenv("HOME"); h != "" {
 		return filepath.Join(h, ".local", "share", "tunebench", "results.db"), nil
-	}
-	if a := getenv("LOCALAPPDATA"); a != "" && runtime.GOOS == "windows" {
-		return filepath.Join(a, "tunebench", "results.db"), nil
 	}
 	return "", errs.New(errs.KindEnvironment,
 		"set "+EnvResults+" to the results file to use (or set HOME)",

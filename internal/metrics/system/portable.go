@@ -2,6 +2,8 @@ package system
 
 import (
 	"context"
+	"errors"
+	gonet "net"
 	"runtime"
 	"strings"
 	"time"
@@ -32,10 +34,11 @@ var PortableSource = "gopsutil on " + runtime.GOOS
 // the system reports it, and the network (loopback apart), as the /proc
 // sampler names them.
 type Portable struct {
-	clock   clock
-	prevCPU cpu.TimesStat
-	prevNet netTotals
-	prevAt  time.Time
+	clock     clock
+	prevCPU   cpu.TimesStat
+	prevCPUAt time.Time
+	prevNet   netTotals
+	prevNetAt time.Time
 	// Test hooks (nil: gopsutil).
 	times   func(context.Context) (cpu.TimesStat, error)
 	memory  func(context.Context) (*mem.VirtualMemoryStat, error)
@@ -59,23 +62,72 @@ func (s *Portable) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, er
 		memory = mem.VirtualMemoryWithContext
 		network = func(ctx context.Context) ([]net.IOCountersStat, error) { return net.IOCountersWithContext(ctx, true) }
 	}
+	// Memory, the CPU split and the network are read apart: one that
+	// fails (an adapter gone between listing and reading) leaves the
+	// others' points.
 	var pts []sampler.Point
-	vm, err := memory(ctx)
-	if err != nil {
-		return nil, err
+	var errs []error
+	if vm, err := memory(ctx); err != nil {
+		errs = append(errs, err)
+	} else {
+		pts = append(pts, sampler.Point{Series: MemUsed, V: float64(vm.Total - min(vm.Total, vm.Available))})
+		if vm.Cached > 0 {
+			pts = append(pts, sampler.Point{Series: PageCache, V: float64(vm.Cached)})
+		}
 	}
-	pts = append(pts, sampler.Point{Series: MemUsed, V: float64(vm.Total - min(vm.Total, vm.Available))})
-	if vm.Cached > 0 {
-		pts = append(pts, sampler.Point{Series: PageCache, V: float64(vm.Cached)})
+	at := s.clock.now()
+	if ct, err := times(ctx); err != nil {
+		errs = append(errs, err)
+	} else {
+		pts = append(pts, s.cpuPoints(ct, at)...)
 	}
-	ct, err := times(ctx)
-	if err != nil {
-		return pts, err
+	if ifs, err := network(ctx); err != nil {
+		errs = append(errs, err)
+	} else {
+		pts = append(pts, s.netPoints(ifs, at)...)
 	}
-	ifs, err := network(ctx)
-	if err != nil {
-		return pts, err
+	return pts, errors.Join(errs...)
+}
+
+// cpuPoints split the CPU time since the previous reading. An interval in
+// which a counter went back is skipped (no points), as the /proc sampler
+// does, not turned into zeros.
+func (s *Portable) cpuPoints(ct cpu.TimesStat, at time.Time) []sampler.Point {
+	prev, prevAt := s.prevCPU, s.prevCPUAt
+	s.prevCPU, s.prevCPUAt = ct, at
+	if prevAt.IsZero() || !at.After(prevAt) {
+		return nil
 	}
+	// On Windows gopsutil's System is kernel time less idle, interrupt
+	// and DPC time already in it: Irq is not added again.
+	irq, prevIrq := ct.Irq, prev.Irq
+	if runtime.GOOS == "windows" {
+		irq, prevIrq = 0, 0
+	}
+	parts := [][2]float64{{ct.User + ct.Nice, prev.User + prev.Nice}, {ct.System + irq + ct.Softirq, prev.System + prevIrq + prev.Softirq},
+		{ct.Iowait, prev.Iowait}, {ct.Steal, prev.Steal}, {ct.Idle, prev.Idle}}
+	var d [5]float64
+	total := 0.0
+	for i, p := range parts {
+		if p[0] < p[1] {
+			return nil
+		}
+		d[i] = p[0] - p[1]
+		total += d[i]
+	}
+	if total <= 0 {
+		return nil
+	}
+	pct := func(v float64) float64 { return 100 * v / total }
+	return []sampler.Point{{Series: CPUUser, V: pct(d[0])}, {Series: CPUSystem, V: pct(d[1])},
+		{Series: CPUIOWait, V: pct(d[2])}, {Series: CPUSteal, V: pct(d[3])}, {Series: CPUIdle, V: pct(d[4])}}
+}
+
+// netPoints are the network's rates since the previous reading, loopback
+// apart (not given on Windows, whose loopback pseudo-interface counts
+// nothing); an interval in which a total went back (an adapter gone) is
+// skipped.
+func (s *Portable) netPoints(ifs []net.IOCountersStat, at time.Time) []sampler.Point {
 	var nt netTotals
 	for _, i := range ifs {
 		if loopback(i.Name) {
@@ -85,38 +137,27 @@ func (s *Portable) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, er
 			nt.tx += i.BytesSent
 		}
 	}
-	at := s.clock.now()
-	prevCPU, prevNet, prevAt := s.prevCPU, s.prevNet, s.prevAt
-	s.prevCPU, s.prevNet, s.prevAt = ct, nt, at
+	prev, prevAt := s.prevNet, s.prevNetAt
+	s.prevNet, s.prevNetAt = nt, at
 	secs := at.Sub(prevAt).Seconds()
-	if prevAt.IsZero() || secs <= 0 {
-		return pts, nil
+	if prevAt.IsZero() || secs <= 0 || nt.rx < prev.rx || nt.tx < prev.tx || nt.lo < prev.lo {
+		return nil
 	}
-	d := func(cur, prev float64) float64 { return max(0, cur-prev) }
-	user := d(ct.User, prevCPU.User) + d(ct.Nice, prevCPU.Nice)
-	system := d(ct.System, prevCPU.System) + d(ct.Irq, prevCPU.Irq) + d(ct.Softirq, prevCPU.Softirq)
-	iowait, steal, idle := d(ct.Iowait, prevCPU.Iowait), d(ct.Steal, prevCPU.Steal), d(ct.Idle, prevCPU.Idle)
-	if total := user + system + iowait + steal + idle; total > 0 {
-		pct := func(v float64) float64 { return 100 * v / total }
-		pts = append(pts,
-			sampler.Point{Series: CPUUser, V: pct(user)}, sampler.Point{Series: CPUSystem, V: pct(system)},
-			sampler.Point{Series: CPUIOWait, V: pct(iowait)}, sampler.Point{Series: CPUSteal, V: pct(steal)},
-			sampler.Point{Series: CPUIdle, V: pct(idle)})
+	pts := []sampler.Point{{Series: NetRx, V: float64(nt.rx-prev.rx) / secs}, {Series: NetTx, V: float64(nt.tx-prev.tx) / secs}}
+	if runtime.GOOS != "windows" {
+		pts = append(pts, sampler.Point{Series: NetLo, V: float64(nt.lo-prev.lo) / secs})
 	}
-	rate := func(cur, prev uint64) float64 {
-		if cur < prev { // an interface went away or its counter wrapped
-			return 0
-		}
-		return float64(cur-prev) / secs
-	}
-	pts = append(pts,
-		sampler.Point{Series: NetRx, V: rate(nt.rx, prevNet.rx)}, sampler.Point{Series: NetTx, V: rate(nt.tx, prevNet.tx)},
-		sampler.Point{Series: NetLo, V: rate(nt.lo, prevNet.lo)})
-	return pts, nil
+	return pts
 }
 
-// loopback reports whether an interface name is the loopback's: lo
-// (Linux), lo0 (macOS), "Loopback Pseudo-Interface 1" (Windows).
+// loopback reports whether an interface is the loopback: lo (Linux), lo0
+// (macOS), "Loopback Pseudo-Interface 1" (Windows), and any other name
+// Go's interface list flags as loopback (not adapters that merely have
+// "loopback" in their names, as Npcap's).
 func loopback(name string) bool {
-	return name == "lo" || name == "lo0" || strings.Contains(strings.ToLower(name), "loopback")
+	if name == "lo" || name == "lo0" || strings.HasPrefix(name, "Loopback Pseudo-Interface") {
+		return true
+	}
+	i, err := gonet.InterfaceByName(name)
+	return err == nil && i.Flags&gonet.FlagLoopback != 0
 }

@@ -45,6 +45,15 @@ func TestPortable(t *testing.T) {
 			t.Errorf("%s = %v, want %v (%v)", k, v[k], w, v)
 		}
 	}
+	// A CPU counter that went back (a suspend, a wrapped counter) and an
+	// adapter gone: those intervals are skipped, not zeros; memory stays.
+	at = at.Add(time.Second)
+	ct.User = 1
+	ifs = ifs[1:]
+	pts, err = s.Sample(context.Background(), at)
+	if err != nil || len(pts) != 1 || pts[0].Series != MemUsed {
+		t.Errorf("after counters went back: %v %v, want memory only", pts, err)
+	}
 }
 
 // TestPortableHere: through gopsutil on this machine, the same series as

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/proc"
 	"github.com/tunebench/tunebench/internal/step"
 	"github.com/tunebench/tunebench/internal/target"
 )
@@ -607,12 +608,13 @@ func (w *Worker) shell(ctx context.Context, c *Command) error {
 			args[i] = a
 		}
 	}
-	// As pgbench: the words, joined, are a command line of the shell,
+	// As pgbench: the words, joined, are a command line of the shell (sh;
+	// cmd.exe on Windows),
 	// whose output goes where tunebench's goes (\setshell's standard
 	// output is the value). The command is done when the shell ends, as
 	// pgbench's system() and pclose() wait for it: a child it leaves in
 	// the background may go on writing.
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", strings.Join(args, " "))
+	cmd := proc.Shell(ctx, strings.Join(args, " "))
 	var err error
 	var closers []func()
 	defer func() {

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package machine
 
 import "golang.org/x/sys/unix"
@@ -9,5 +11,5 @@ func FreeBytes(dir string) (int64, bool) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, false
 	}
-	return int64(st.Bavail) * st.Bsize, true
+	return int64(st.Bavail) * int64(st.Bsize), true //nolint:unconvert // uint32 on darwin
 }
