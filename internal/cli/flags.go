@@ -121,6 +121,8 @@ type runFlags struct {
 	hosts      target.HostMetrics
 	live       liveFlags
 	shard      string
+	rendezvous string
+	rzTimeout  time.Duration
 }
 
 // addRunFlags adds the run flags a workload's capabilities call for: the
@@ -139,6 +141,9 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 		addHostFlags(fs, &rf.hosts)
 	}
 	if _, ok := w.Options().Phase(option.PhaseRun).ByRole(option.RoleWorkers); ok {
+		fs.StringVar(&rf.rendezvous, "rendezvous", "", "with --shard: meet the other shards in the database under this key (the same for every shard of the run; default $"+envRendezvous+") and start together")
+		rf.rzTimeout = 10 * time.Minute
+		fs.Var(option.DurationFlag{P: &rf.rzTimeout}, "rendezvous-timeout", "how long a shard waits at the rendezvous for the others")
 		fs.StringVar(&rf.shard, "shard", "", "run shard i of N of a run split over N drivers (0 <= i < N; default $"+workload.EnvShard+"); N alone takes i from $"+workload.EnvJobIndex+" (a Kubernetes Indexed Job)")
 		rf.progress = time.Second
 		fs.VarP(option.DurationFlag{P: &rf.progress}, "progress", "P", "progress line interval (0 = none)")
@@ -157,3 +162,6 @@ func addHostFlags(fs *pflag.FlagSet, hm *target.HostMetrics) {
 	fs.StringVar(&hm.ContainerURL, "container-metrics", "", "cAdvisor's /metrics URL (or a kubelet's /metrics/cadvisor) of the server's container; with --container")
 	fs.StringVar(&hm.Container, "container", "", "the server's container, by name or id, at --container-metrics")
 }
+
+// envRendezvous gives --rendezvous's default.
+const envRendezvous = "TUNEBENCH_RENDEZVOUS"

@@ -40,8 +40,14 @@ func TestShardsAddUp(t *testing.T) {
 		js := tempPath(t, "shard.json")
 		jsons = append(jsons, js)
 		runs = append(runs, hi.start(nil, "run", "tpcb", "--server-dir", srv.Dir(), "-d", db, "-c", "5", "-j", "3", "-T", "2s",
-			"--warmup", "0s", "--shard", "3", "--json", js, "--results", results, "-P", "0"))
+			"--warmup", "0s", "--shard", "3", "--rendezvous", "add-up", "--json", js, "--results", results, "-P", "0"))
+		if i == 0 {
+			// The first waits for the others at the database.
+			runs[0].waitStderr(t, "1 of 3 shards at the rendezvous", 30*time.Second)
+			time.Sleep(500 * time.Millisecond)
+		}
 	}
+	var starts []time.Time
 	var committed int64
 	for i, rn := range runs {
 		r := rn.wait(t, 2*time.Minute)
@@ -53,11 +59,16 @@ func TestShardsAddUp(t *testing.T) {
 			t.Errorf("shard %d does not say %q, or checked what the merge checks:\n%s", i, want, r)
 		}
 		var sum struct {
-			Transactions int64 `json:"transactions"`
-			Clients      int   `json:"clients"`
+			Transactions int64     `json:"transactions"`
+			Clients      int       `json:"clients"`
+			StartedAt    time.Time `json:"started_at"`
 			Shard        struct {
 				Index, Count int
 				Part         string
+				Rendezvous   string
+				StartAt      time.Time `json:"start_at"`
+				Offset       float64   `json:"clock_offset_ms"`
+				RTT          float64   `json:"round_trip_ms"`
 			} `json:"shard"`
 		}
 		b, err := os.ReadFile(jsons[i])
@@ -67,11 +78,40 @@ func TestShardsAddUp(t *testing.T) {
 		if sum.Shard.Index != i || sum.Shard.Count != 3 || !strings.HasPrefix(sum.Shard.Part, want) || sum.Clients != []int{2, 2, 1}[i] {
 			t.Errorf("shard %d summary: %+v, clients %d", i, sum.Shard, sum.Clients)
 		}
+		// The same machine's clock as the server's: an offset within the
+		// round trip (which loopback keeps under a few ms).
+		if sum.Shard.Rendezvous != "add-up" || sum.Shard.StartAt.IsZero() || sum.Shard.RTT <= 0 || sum.Shard.RTT > 50 ||
+			sum.Shard.Offset < -sum.Shard.RTT-1 || sum.Shard.Offset > sum.Shard.RTT+1 {
+			t.Errorf("shard %d: rendezvous %+v", i, sum.Shard)
+		}
+		starts = append(starts, sum.StartedAt)
 		committed += sum.Transactions
+	}
+	// They started together, though the first came 0.5 s before the
+	// others: the window each measured is the common one.
+	for i, st := range starts {
+		if d := st.Sub(starts[0]); d < -150*time.Millisecond || d > 150*time.Millisecond {
+			t.Errorf("shard %d started %v after shard 0", i, d)
+		}
 	}
 	// Each of the 5 clients may have had one transaction committed as the
 	// run stopped that it could not count.
 	if grew := history() - before; committed == 0 || grew < committed || grew > committed+5 {
 		t.Errorf("the shards committed %d transactions; the history grew by %d", committed, grew)
+	}
+}
+
+// TestRendezvousTimeout: a shard whose others never come gives up after
+// --rendezvous-timeout, naming the shards that are missing.
+func TestRendezvousTimeout(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := loadedDB(h, srv)
+	r := h.run("run", "tpcb", "--server-dir", srv.Dir(), "-d", db, "-c", "3", "-T", "1s", "--shard", "1/3",
+		"--rendezvous", "alone", "--rendezvous-timeout", "1s", "--results", tempPath(t, "results.db"))
+	if r.code == 0 || !strings.Contains(r.stderr, "1 of 3 shards joined") || !strings.Contains(r.stderr, "missing [0 2]") ||
+		!strings.Contains(r.stderr, "start the missing shards") {
+		t.Errorf("a shard left alone:\n%s", r)
 	}
 }

@@ -62,6 +62,17 @@ type Shard struct {
 	Index int    `json:"index"`
 	Count int    `json:"count"`
 	Part  string `json:"part"`
+	// ClockOffsetMs is how far the database server's clock was ahead of
+	// the shard's machine's (negative: behind), read over RoundTripMs
+	// (its uncertainty is half of it): the merge puts every shard's times
+	// on the server's clock with it.
+	ClockOffsetMs float64 `json:"clock_offset_ms"`
+	RoundTripMs   float64 `json:"round_trip_ms"`
+	// Rendezvous is the key under which the shards met in the database
+	// (--rendezvous), and StartAt the start they agreed, on the server's
+	// clock; empty without one.
+	Rendezvous string    `json:"rendezvous,omitempty"`
+	StartAt    time.Time `json:"start_at,omitzero"`
 }
 
 // NotMeasuredServerHost is the server host's CPU, memory, disks and

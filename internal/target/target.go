@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
@@ -254,4 +255,16 @@ func Speaks(dialects []string, t Target) bool {
 		}
 	}
 	return false
+}
+
+// Rendezvouser is a target through which the shards of a run split over
+// several drivers meet (the database every shard reaches), and whose
+// clock they measure theirs against.
+type Rendezvouser interface {
+	// ServerClock is the offset of the server's clock from this
+	// machine's (server - here), and the round trip it was read in.
+	ServerClock(ctx context.Context) (offset, rtt time.Duration, err error)
+	// Join records shard index of count under key and waits until every
+	// shard has joined; it returns the server's time of the last join.
+	Join(ctx context.Context, key string, index, count int, joined func(n int)) (time.Time, error)
 }

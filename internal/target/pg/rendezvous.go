@@ -1,0 +1,105 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tunebench/tunebench/internal/errs"
+)
+
+// ServerClock (target.Rendezvouser) reads the server's clock a few times:
+// the offset of the server's clock from this machine's (server - here) at
+// the reading with the shortest round trip, taken at its middle, and that
+// round trip (the offset's uncertainty is half of it).
+func (t *Target) ServerClock(ctx context.Context) (offset, rtt time.Duration, err error) {
+	c, err := t.conn.ConnectStd(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	return serverClock(ctx, c)
+}
+
+func serverClock(ctx context.Context, c *pgx.Conn) (offset, rtt time.Duration, err error) {
+	rtt = -1
+	for i := 0; i < 7; i++ {
+		var server time.Time
+		t0 := time.Now()
+		if err := c.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&server); err != nil {
+			return 0, 0, err
+		}
+		t1 := time.Now()
+		if d := t1.Sub(t0); i > 0 && (rtt < 0 || d < rtt) { // the first warms the statement up
+			rtt = d
+			offset = server.Sub(t0.Add(d / 2))
+		}
+	}
+	return offset, rtt, nil
+}
+
+// rendezvousTable is where the shards of a split run meet; the key
+// names the run (every shard is given the same one).
+const rendezvousTable = "tunebench_rendezvous"
+
+// Join (target.Rendezvouser) records shard index of count under key in
+// the database and waits until every shard has joined; it returns the
+// server's time of the last join. joined is told how many have, as that
+// changes. The table is made on first use (under an advisory lock: the
+// shards arrive together).
+func (t *Target) Join(ctx context.Context, key string, index, count int, joined func(n int)) (time.Time, error) {
+	c, err := t.conn.ConnectStd(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", rendezvousTable); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+rendezvousTable+
+			" (key text NOT NULL, shard int NOT NULL, shards int NOT NULL, joined timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (key, shard))"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO "+rendezvousTable+" (key, shard, shards) VALUES ($1, $2, $3)"+
+			" ON CONFLICT (key, shard) DO UPDATE SET shards = EXCLUDED.shards, joined = clock_timestamp()", key, index, count)
+		return err
+	})
+	if err != nil {
+		return time.Time{}, errs.Wrap(errs.KindConnect, err, "the role needs CREATE on the database's public schema (or make "+rendezvousTable+" for it), and INSERT and SELECT on it",
+			"shard %d/%d cannot join the rendezvous %q in the database", index, count, key)
+	}
+	seen := -1
+	for {
+		var n int
+		var last time.Time
+		var others int
+		if err := c.QueryRow(ctx, "SELECT count(*), coalesce(max(joined), clock_timestamp()), count(*) FILTER (WHERE shards <> $2) FROM "+rendezvousTable+" WHERE key = $1",
+			key, count).Scan(&n, &last, &others); err != nil {
+			return time.Time{}, err
+		}
+		if others > 0 {
+			return time.Time{}, errs.Usage("give every shard the same N (--shard i/N), or another --rendezvous key",
+				"the rendezvous %q has shards of another count than %d", key, count)
+		}
+		if n != seen && joined != nil {
+			joined(n)
+			seen = n
+		}
+		if n >= count {
+			return last, nil
+		}
+		select {
+		case <-ctx.Done():
+			var missing []int
+			rows, err := c.Query(context.WithoutCancel(ctx), "SELECT s FROM generate_series(0, $2 - 1) s WHERE s NOT IN (SELECT shard FROM "+rendezvousTable+" WHERE key = $1) ORDER BY s", key, count)
+			if err == nil {
+				missing, _ = pgx.CollectRows(rows, pgx.RowTo[int])
+			}
+			return time.Time{}, fmt.Errorf("%w: %d of %d shards joined the rendezvous %q; missing %v", ctx.Err(), n, count, key, missing)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
