@@ -35,6 +35,7 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 		return err
 	}
 	var shard *results.Shard
+	unsharded := v
 	if sh.On() {
 		sv, part, err := workload.ShardOptions(r, sh, v)
 		if err != nil {
@@ -51,7 +52,7 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	out, errOut, flush := s.runOutput()
 	req := &lifecycle.Request{Workload: r, Options: v, NoSamplers: rf.noSamplers, Progress: rf.progress,
 		Experiment: rf.experiment, Version: Version, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Stdout: out, Stderr: errOut,
-		HostMetrics: rf.hosts, Shard: shard}
+		HostMetrics: rf.hosts, Shard: shard, Unsharded: unsharded}
 	if lv != nil {
 		req.Live = lv.newRun(r, rf.experiment, -1, "", sh)
 		s.eprintf("live view: run key %s (the run_key it is stored with)\n", req.Live.Key())

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/testutil"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -113,5 +114,61 @@ func TestRendezvousTimeout(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "1 of 3 shards joined") || !strings.Contains(r.stderr, "missing [0 2]") ||
 		!strings.Contains(r.stderr, "start the missing shards") {
 		t.Errorf("a shard left alone:\n%s", r)
+	}
+}
+
+// TestTPCCShards: two tpcc shards (2 virtual users each of 4) meet at the
+// database and run together; each leaves the NOPM cross-check to the
+// merge with the district counters it read, and the New-Orders both
+// committed are what the districts grew by.
+func TestTPCCShards(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := testutil.CreateDB(t, srv)
+	h.must(0, "load", "tpcc", "--server-dir", srv.Dir(), "-d", db, "--warehouses", "2")
+	results := tempPath(t, "results.db")
+	var runs []*running
+	var jsons []string
+	for i := 0; i < 2; i++ {
+		js := tempPath(t, "shard.json")
+		jsons = append(jsons, js)
+		runs = append(runs, h.start(nil, "run", "tpcc", "--server-dir", srv.Dir(), "-d", db, "--vusers", "4", "--duration", "2s", "--rampup", "0s",
+			"--shard", strconv.Itoa(i)+"/2", "--rendezvous", "tpcc", "--json", js, "--results", results, "-P", "0"))
+	}
+	var committed, ambiguous, before, after int64
+	for i, rn := range runs {
+		r := rn.wait(t, 2*time.Minute)
+		if r.code != 0 || !strings.Contains(r.stderr, []string{"vusers 0-1 of 4", "vusers 2-3 of 4"}[i]) {
+			t.Fatalf("shard %d: exit %d\n%s", i, r.code, r)
+		}
+		var sum struct {
+			Status string `json:"status"`
+			VUsers int    `json:"vusers"`
+			Check  struct {
+				Committed int64 `json:"driver_committed"`
+				Ambiguous int64 `json:"ambiguous"`
+				Before    int64 `json:"before"`
+				After     int64 `json:"after"`
+				NotRun    bool  `json:"not_run"`
+				Detail    string
+			} `json:"nopm_check"`
+		}
+		b, err := os.ReadFile(jsons[i])
+		if err != nil || json.Unmarshal(b, &sum) != nil {
+			t.Fatalf("shard %d summary: %v\n%s", i, err, b)
+		}
+		if sum.Status != "ok" || sum.VUsers != 2 || !sum.Check.NotRun || !strings.HasPrefix(sum.Check.Detail, "AT THE MERGE") || sum.Check.Committed == 0 {
+			t.Errorf("shard %d: %s", i, b)
+		}
+		committed += sum.Check.Committed
+		ambiguous += sum.Check.Ambiguous
+		if i == 0 || sum.Check.Before < before {
+			before = sum.Check.Before
+		}
+		after = max(after, sum.Check.After)
+	}
+	if grew := after - before; grew < committed || grew > committed+ambiguous {
+		t.Errorf("the districts grew by %d (%d to %d); the shards committed %d New-Orders (%d ambiguous)", after-before, before, after, committed, ambiguous)
 	}
 }

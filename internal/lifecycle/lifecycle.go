@@ -99,6 +99,8 @@ type Request struct {
 	// Shard, for a shard of a split run (--shard), is stored with it; the
 	// options are already the shard's (workload.ShardOptions).
 	Shard *results.Shard
+	// Unsharded are a shard's run's whole options (workload.RunEnv).
+	Unsharded option.Values
 
 	// Live, when set, gets the run's ticks, the samplers' points and the
 	// end as they come (--listen: internal/live), and its key is stored
@@ -148,6 +150,9 @@ func Run(ctx context.Context, req *Request) (*results.Summary, error) {
 	}
 	env := &workload.RunEnv{Target: req.Target, Options: req.Options, Seed: seed, Version: req.Version,
 		Getenv: req.Getenv, LookupEnv: req.LookupEnv, Note: req.note, Stdout: req.Stdout, Stderr: req.Stderr}
+	if req.Shard != nil {
+		env.Shard, env.Unsharded = workload.Shard{Index: req.Shard.Index, Count: req.Shard.Count}, req.Unsharded
+	}
 	sum, err := runOnce(ctx, req, env)
 	if req.Live != nil {
 		req.Live.Finish(sum, err)

@@ -165,6 +165,11 @@ type RunEnv struct {
 	// commands' output through (nil: discarded). Safe for concurrent
 	// writes; a line is written whole.
 	Stdout, Stderr io.Writer
+	// Shard, for a shard of a split run, says which (Options are already
+	// the shard's), and Unsharded are the whole run's options, for a
+	// workload that places its part in the whole (tpcc's terminals).
+	Shard     Shard
+	Unsharded option.Values
 }
 
 // Run is one prepared run. It is one of Transactions (measured by the

@@ -109,6 +109,12 @@ func StockLevelDistrict(vuser, w int) int {
 }
 
 func newTerminal(o RunOptions, vuser int, rng *rand.Rand) *terminal {
+	// A shard's virtual user is the whole run's FirstVUser+vuser.
+	vuser += o.FirstVUser
+	all := o.VUsers
+	if o.AllVUsers > 0 {
+		all = o.AllVUsers
+	}
 	t := &terminal{
 		warehouses: o.Warehouses,
 		home:       HomeWarehouse(vuser, o.Warehouses),
@@ -117,7 +123,7 @@ func newTerminal(o RunOptions, vuser int, rng *rand.Rand) *terminal {
 		rng:        rng,
 	}
 	if o.AllWarehouses {
-		t.own = DealtWarehouses(vuser, o.VUsers, o.Warehouses)
+		t.own = DealtWarehouses(vuser, all, o.Warehouses)
 	}
 	return t
 }

@@ -1,11 +1,13 @@
 package tpcc
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/tunebench/tunebench/internal/target"
+	"github.com/tunebench/tunebench/internal/workload"
 
 	"github.com/tunebench/tunebench/internal/workload/gen"
 )
@@ -376,6 +378,38 @@ func TestParamValues(t *testing.T) {
 	for i, st := range spec.Stmts {
 		if w.prepared[i].idx != i || st.Name != w.prepared[i].name || len(st.Params) != len(w.prepared[i].params) {
 			t.Errorf("statement %d: %+v", i, st)
+		}
+	}
+}
+
+// TestShardTerminals: the shards of a split run take the terminals the
+// whole run would give its virtual users (home warehouse, Stock-Level
+// district, the warehouses dealt with --all-warehouses): every one once,
+// none driven by two shards.
+func TestShardTerminals(t *testing.T) {
+	const vusers, w = 10, 4
+	type term struct {
+		home, sl int
+		own      string
+	}
+	whole := map[term]int{}
+	for v := 0; v < vusers; v++ {
+		tm := newTerminal(RunOptions{Warehouses: w, VUsers: vusers, AllWarehouses: true}, v, nil)
+		whole[term{tm.home, tm.slDistrict, fmt.Sprint(tm.own)}]++
+	}
+	for _, n := range []int{2, 3, 4} {
+		got := map[term]int{}
+		for i := 0; i < n; i++ {
+			sh := workload.Shard{Index: i, Count: n}
+			mine := int(sh.Share(vusers))
+			o := RunOptions{Warehouses: w, VUsers: mine, AllWarehouses: true, FirstVUser: int(sh.Offset(vusers)), AllVUsers: vusers}
+			for v := 0; v < mine; v++ {
+				tm := newTerminal(o, v, nil)
+				got[term{tm.home, tm.slDistrict, fmt.Sprint(tm.own)}]++
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(whole) {
+			t.Errorf("%d shards drive %v, the whole run %v", n, got, whole)
 		}
 	}
 }

@@ -133,6 +133,11 @@ const (
 // made again.
 func InstallProcs(ctx context.Context, conn *pgx.Conn) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// One installer at a time: the shards of a split run (or two runs)
+		// that replace the functions together collide in pg_proc.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('tunebench tpcc procs'))"); err != nil {
+			return err
+		}
 		for i, ddl := range procDDL() {
 			name := ProcNames[i]
 			if _, err := tx.Exec(ctx, "SAVEPOINT tpcc_proc"); err != nil {

@@ -40,6 +40,11 @@ type NOPMCheck struct {
 	// cross-check could not be made (Passed is false).
 	NotRun bool   `json:"not_run,omitempty"`
 	Detail string `json:"detail"`
+	// Before and After are sum(d_next_o_id) before and after the run: a
+	// shard's (whose growth includes every shard's New-Orders) are kept
+	// for the merge, which makes the cross-check of the whole run.
+	Before int64 `json:"before,omitempty"`
+	After  int64 `json:"after,omitempty"`
 }
 
 // TxnStats is the time profile of one transaction type (HammerDB's set).

@@ -27,6 +27,10 @@ const DefaultMaxTries = 10
 type RunOptions struct {
 	Warehouses    int       // of the loaded database (Info.Warehouses)
 	VUsers        int       // virtual users in the run (for --all-warehouses dealing)
+	// FirstVUser and AllVUsers place a shard's virtual users in the whole
+	// run (workload.Shard): its vuser 0 is the run's FirstVUser, of
+	// AllVUsers (0: not a shard).
+	FirstVUser, AllVUsers int
 	Mode          string    // ModeProcs or ModeSQL
 	AllWarehouses bool      // each transaction picks one of the warehouses dealt to the virtual user
 	KeyingThink   bool      // return the spec's keying and think times as Outcome.Think

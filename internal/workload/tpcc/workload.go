@@ -357,10 +357,11 @@ func joinInts(ns []int) string {
 	return strings.Join(parts, ", ")
 }
 
-// ShardOptions (workload.Sharder): not yet. Split by the executor's roles,
-// every shard's virtual users would start at terminal 0 and drive the same
-// home warehouses; tpcc's shards need a terminal offset first.
-func (Workload) ShardOptions(workload.Shard, option.Values) (option.Values, string, error) {
-	return nil, "", errs.Usage("run tpcc unsharded (one driver process), or shard tpcb and script runs",
-		"tpcc cannot be sharded yet: its virtual users' home warehouses are dealt from terminal 0 in every process, so shards would drive the same terminals")
+// ShardOptions (workload.Sharder): the executor's split of the virtual
+// users (and rate, threads, seed); NewRun then places the shard's virtual
+// users after the earlier shards' (env.Shard, env.Unsharded), so that they
+// take the terminals, home warehouses and Stock-Level districts the whole
+// run would give them: no two shards drive the same terminal.
+func (w Workload) ShardOptions(sh workload.Shard, v option.Values) (option.Values, string, error) {
+	return workload.SplitByRoles(w.Meta().Name, w.Options().Phase(option.PhaseRun), sh, v)
 }
