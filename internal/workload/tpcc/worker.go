@@ -25,19 +25,19 @@ const DefaultMaxTries = 10
 
 // RunOptions configure the workers of `tunebench run tpcc`.
 type RunOptions struct {
-	Warehouses    int       // of the loaded database (Info.Warehouses)
-	VUsers        int       // virtual users in the run (for --all-warehouses dealing)
+	Warehouses int // of the loaded database (Info.Warehouses)
+	VUsers     int // virtual users in the run (for --all-warehouses dealing)
 	// FirstVUser and AllVUsers place a shard's virtual users in the whole
 	// run (workload.Shard): its vuser 0 is the run's FirstVUser, of
 	// AllVUsers (0: not a shard).
 	FirstVUser, AllVUsers int
-	Mode          string    // ModeProcs or ModeSQL
-	AllWarehouses bool      // each transaction picks one of the warehouses dealt to the virtual user
-	KeyingThink   bool      // return the spec's keying and think times as Outcome.Think
-	Isolation     string    // read-committed, repeatable-read or serializable
-	MaxTries      int       // >= 1; 40001 and 40P01 are retried up to this many tries (0: DefaultMaxTries)
-	Constants     Constants // the run's NURand constants: NewRunConstants(r, Info.Load)
-	Seed          int64     // inputs are a function of (Seed, worker id)
+	Mode                  string    // ModeProcs or ModeSQL
+	AllWarehouses         bool      // each transaction picks one of the warehouses dealt to the virtual user
+	KeyingThink           bool      // return the spec's keying and think times as Outcome.Think
+	Isolation             string    // read-committed, repeatable-read or serializable
+	MaxTries              int       // >= 1; 40001 and 40P01 are retried up to this many tries (0: DefaultMaxTries)
+	Constants             Constants // the run's NURand constants: NewRunConstants(r, Info.Load)
+	Seed                  int64     // inputs are a function of (Seed, worker id)
 }
 
 // Validate checks the options and fills MaxTries' default; errors are usage
