@@ -91,6 +91,12 @@ bench-openloop: deps build
 bench-live: deps build
 	scripts/bench-live.sh
 
+# Benchmark (not a test): one process of CLIENTS clients against SHARDS
+# shards of it (--shard, --rendezvous), alternated on one managed server.
+.PHONY: bench-shards
+bench-shards: deps build
+	scripts/bench-shards.sh
+
 # Benchmark (not a test): TPC-C-like load speed and NOPM per mode and
 # virtual users on a managed server (docs/benchmarks.md).
 bench-tpcc: deps build

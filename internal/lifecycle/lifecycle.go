@@ -477,6 +477,8 @@ func recordHosts(req *Request, sum *results.Summary, smp *sampling, pts []store.
 	why := smp.notMeasured
 	if why == "" && sum.HostOf(results.HostServer) == nil {
 		switch {
+		case req.Shard != nil && req.Shard.Index > 0:
+			why = fmt.Sprintf("measured by shard 0/%d (one server, measured once)", req.Shard.Count)
 		case req.Target.Remote():
 			why = results.WhyRemote
 		case req.HostMetrics.Source == target.HostNone:

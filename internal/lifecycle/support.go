@@ -115,7 +115,13 @@ func startSampling(ctx context.Context, req *Request) (*sampling, error) {
 		{Sampler: &system.Driver{}, Host: sampler.HostDriver, Source: source},
 	}
 	hm := req.HostMetrics
-	if req.Target != nil {
+	// One server, measured once: by shard 0 of a split run. The other
+	// shards measure their own machines (the driver's samplers above).
+	otherShard := req.Shard != nil && req.Shard.Index > 0
+	if otherShard {
+		req.note("samplers: the database and its host are measured by shard 0/%d; this shard measures its own machine", req.Shard.Count)
+	}
+	if req.Target != nil && !otherShard {
 		ts, err := req.Target.Samplers(ctx, hm, note)
 		if err != nil {
 			return nil, err
@@ -127,7 +133,7 @@ func startSampling(ctx context.Context, req *Request) (*sampling, error) {
 				Host: sampler.HostServer, Source: "node_exporter " + scrape.Redact(hm.Source)})
 		}
 	}
-	if hm.ContainerURL != "" {
+	if hm.ContainerURL != "" && !otherShard {
 		specs = append(specs, sampler.Spec{Sampler: &scrape.Container{URL: hm.ContainerURL, ID: hm.Container},
 			Host: sampler.HostContainer, Source: "cadvisor " + scrape.Redact(hm.ContainerURL) + ", container " + hm.Container})
 	}
