@@ -6,7 +6,7 @@ BIN     := bin/tunebench
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tunebench/tunebench/internal/cli.Version=$(VERSION)
 
-.PHONY: quickstart deps test-deps build test vet lint cross dist bench-tpcb bench-load-tpcb bench-tpcc bench-tpch clean
+.PHONY: quickstart deps test-deps build test vet lint cross dist image bench-tpcb bench-load-tpcb bench-tpcc bench-tpch clean
 
 quickstart: deps build
 	./$(BIN) quickstart --out build/quickstart
@@ -39,6 +39,18 @@ cross:
 	done
 	@echo "vet darwin/arm64 (the tests too: go test ./... builds on a Mac)"
 	@GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
+
+# The container image (deploy/Containerfile: FROM scratch, the static
+# binary) with podman or docker, tagged tunebench:VERSION and
+# tunebench:latest.
+IMAGE_TOOL ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+image:
+	@[ -n "$(IMAGE_TOOL)" ] || { echo "make image needs podman or docker (apt-get install podman)" >&2; exit 6; }
+	rm -rf build/image && mkdir -p build/image/rootfs/tmp build/image/rootfs/results
+	chmod 1777 build/image/rootfs/tmp && chmod 0777 build/image/rootfs/results
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS) -s -w" -o build/image/rootfs/tunebench ./cmd/tunebench
+	$(IMAGE_TOOL) build -f deploy/Containerfile -t tunebench:$(VERSION) -t tunebench:latest build/image
+	@echo "image: tunebench:$(VERSION) (run: $(notdir $(IMAGE_TOOL)) run --rm --network host tunebench:$(VERSION) version)"
 
 # Release binaries in dist/: tunebench-VERSION-OS-ARCH (.exe on Windows),
 # static (no cgo), the version stamped in, and their SHA256SUMS.

@@ -10,8 +10,8 @@
 #                                   tools (xfsprogs and btrfs-progs too), ip,
 #                                   setpriv, prometheus-node-exporter,
 #                                   prometheus (with promtool), chromium,
-#                                   wine and MinGW (amd64); then the TPC-H
-#                                   answer oracle
+#                                   podman and runc, wine and MinGW (amd64);
+#                                   then the TPC-H answer oracle
 #                                   (scripts/tpch-oracle.sh). Where they
 #                                   cannot be installed (not root), it says
 #                                   which tests will skip, and goes on.
@@ -72,6 +72,10 @@ if [ "$test_deps" = 1 ]; then
   # The Windows client's smoke test runs tunebench.exe under Wine (amd64
   # only); Debian 12's Wine lacks the bcryptprimitives.dll Go programs
   # load, so the test builds a small one with MinGW.
+  # The sharded-run test builds the image (deploy/Containerfile) and runs
+  # shards in containers: podman with runc (crun fails on hybrid cgroups).
+  have_tool podman || tpkgs+=(podman)
+  have_tool runc || tpkgs+=(runc)
   if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then
     have_tool wine || tpkgs+=(wine wine64)
     have_tool x86_64-w64-mingw32-gcc || tpkgs+=(gcc-mingw-w64-x86-64-win32)

@@ -1,0 +1,131 @@
+//go:build linux
+
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/testutil"
+)
+
+// podmanRun are the options podman 4.3 needs on these machines to start a
+// container (runc; crun fails on hybrid cgroups; rlimits it may set).
+var podmanRun = []string{"--runtime", "runc", "run", "--rm", "--network", "host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"}
+
+// TestShardContainers: the image deploy/Containerfile makes (FROM scratch,
+// the static binary) runs three shards of a tpcb run as an Indexed Job's
+// pods would (JOB_COMPLETION_INDEX set, --shard 3, a rendezvous key, the
+// password from the environment, the results on a volume), on the host
+// network against a managed server; each stores its part on its own
+// volume, and together they committed what the history grew by.
+func TestShardContainers(t *testing.T) {
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		if testutil.InCI() {
+			t.Fatalf("podman is required in CI (CI=%s): apt-get install podman runc", os.Getenv("CI"))
+		}
+		t.Skip("podman not installed (apt-get install podman runc)")
+	}
+	t.Parallel()
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxDir := t.TempDir()
+	rootfs := filepath.Join(ctxDir, "rootfs")
+	for _, d := range []string{"tmp", "results"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.Chmod(filepath.Join(rootfs, "tmp"), 0o1777)
+	_ = os.Chmod(filepath.Join(rootfs, "results"), 0o777)
+	build := exec.Command("go", "build", "-o", filepath.Join(rootfs, "tunebench"), "github.com/tunebench/tunebench/cmd/tunebench")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	image := fmt.Sprintf("localhost/tunebench-test:%d-%d", os.Getpid(), time.Now().UnixNano())
+	if out, err := exec.Command(podman, "build", "-f", filepath.Join(repo, "deploy", "Containerfile"), "-t", image, ctxDir).CombinedOutput(); err != nil {
+		t.Fatalf("podman build: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(podman, "rmi", "-f", image).Run() })
+	if out, err := exec.Command(podman, append(podmanRun, image, "version")...).CombinedOutput(); err != nil {
+		if testutil.InCI() {
+			t.Fatalf("podman cannot run a container here: %v\n%s", err, out)
+		}
+		t.Skipf("podman cannot run a container here: %v\n%s", err, out)
+	}
+
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := loadedDB(h, srv)
+	conn := connectDB(t, srv, db)
+	history := func() int64 {
+		var n int64
+		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pgbench_history").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := history()
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", srv.Port(), db)
+	const shards = 3
+	vols := make([]string, shards)
+	outs := make([][]byte, shards)
+	errs := make([]error, shards)
+	var wg sync.WaitGroup
+	for i := range shards {
+		vols[i] = t.TempDir()
+		if err := os.Chmod(vols[i], 0o777); err != nil {
+			t.Fatal(err)
+		}
+		args := append(append([]string{}, podmanRun...), "-e", "JOB_COMPLETION_INDEX="+strconv.Itoa(i), "-e", "PGPASSWORD="+srv.Password(),
+			"-v", vols[i]+":/results", image,
+			"run", "tpcb", "--dsn", dsn, "-c", "3", "-T", "2s", "--warmup", "0s", "--shard", strconv.Itoa(shards),
+			"--rendezvous", "containers", "--json", "/results/run.json", "-P", "0")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			outs[i], errs[i] = exec.CommandContext(ctx, podman, args...).CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	var committed int64
+	for i := range shards {
+		if errs[i] != nil {
+			t.Fatalf("shard %d container: %v\n%s", i, errs[i], outs[i])
+		}
+		if !bytes.Contains(outs[i], []byte(fmt.Sprintf("shard %d/%d: clients %d-%d of 3", i, shards, i, i))) {
+			t.Errorf("shard %d does not say its part:\n%s", i, outs[i])
+		}
+		b, err := os.ReadFile(filepath.Join(vols[i], "run.json"))
+		var sum struct {
+			Transactions int64               `json:"transactions"`
+			Shard        struct{ Index int } `json:"shard"`
+		}
+		if err != nil || json.Unmarshal(b, &sum) != nil || sum.Shard.Index != i {
+			t.Fatalf("shard %d summary: %v\n%s", i, err, b)
+		}
+		if _, err := os.Stat(filepath.Join(vols[i], "results.db")); err != nil {
+			t.Errorf("shard %d stored no results on its volume: %v", i, err)
+		}
+		committed += sum.Transactions
+	}
+	if grew := history() - before; committed == 0 || grew < committed || grew > committed+3 {
+		t.Errorf("the containers committed %d transactions; the history grew by %d", committed, grew)
+	}
+}
