@@ -101,6 +101,9 @@ type Request struct {
 	Shard *results.Shard
 	// Unsharded are a shard's run's whole options (workload.RunEnv).
 	Unsharded option.Values
+	// Barrier, if set, is waited on once the run's workers are connected,
+	// before its first step (run.Config.Ready): a shard meets the others.
+	Barrier func(ctx context.Context) error
 
 	// Live, when set, gets the run's ticks, the samplers' points and the
 	// end as they come (--listen: internal/live), and its key is stored
@@ -220,6 +223,7 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 		Warmup: x.Warmup, Rate: x.Rate, LatencyLimit: x.LatencyLimit, TimerSlack: x.TimerSlack, Seed: x.Seed, Tick: time.Second,
 		OnMeasureStart: x.OnMeasureStart, OnMeasureEnd: x.OnMeasureEnd,
 		OnError: func(worker int, o step.Outcome) { req.emit(Event{Kind: EventError, Worker: worker, Outcome: o}) },
+		Ready:   req.Barrier,
 	}
 	if x.NewThread != nil {
 		cfg.NewThread = func() step.Thread { return x.NewThread() }

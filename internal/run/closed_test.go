@@ -66,6 +66,24 @@ func TestFactoryErrorClosesMadeWorkers(t *testing.T) {
 	}
 }
 
+// Ready is called once every worker is made and before any step; its
+// error ends the run before it started, with every worker closed.
+func TestReadyBeforeTheFirstStep(t *testing.T) {
+	ff := &fakeFleet{step: sleepStep(time.Millisecond)}
+	var madeAtReady, stepsAtReady int64 = -1, -1
+	wait := errors.New("the other shards never came")
+	res, err := Execute(context.Background(), Config{Workers: 4, Duration: time.Second, Ready: func(context.Context) error {
+		madeAtReady, stepsAtReady = ff.made.Load(), ff.steps.Load()
+		return wait
+	}}, ff.factory())
+	if !errors.Is(err, wait) || res != nil {
+		t.Fatalf("got %v, %v; want Ready's error", res, err)
+	}
+	if madeAtReady != 4 || stepsAtReady != 0 || ff.closed.Load() != 4 || ff.steps.Load() != 0 {
+		t.Fatalf("at Ready: made %d, steps %d; after: closed %d, steps %d", madeAtReady, stepsAtReady, ff.closed.Load(), ff.steps.Load())
+	}
+}
+
 // The closed-loop tests below run twice: one goroutine per worker in a
 // synctest bubble (TestX), and multiplexed on the real clock
 // (TestClosedLoopMultiplexed/X). See runMode for what each asserts.

@@ -117,6 +117,11 @@ type Config struct {
 	// measured transaction's end, known only after the drain.
 	OnMeasureStart func()
 	OnMeasureEnd   func()
+	// Ready, if not nil, is called once every worker is made (connected)
+	// and before the first step: the shards of a split run wait there
+	// for each other, so their set-up is not in the window they share.
+	// An error ends the run before it started (the workers are closed).
+	Ready func(ctx context.Context) error
 }
 
 // Factory makes the worker with the given id (0-based). Workers are all made

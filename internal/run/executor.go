@@ -208,6 +208,14 @@ func Execute(ctx context.Context, cfg Config, newWorker Factory) (*Result, error
 		}
 		made = append(made, w)
 	}
+	if cfg.Ready != nil {
+		if err := cfg.Ready(ctx); err != nil {
+			for _, m := range made {
+				_ = m.Close()
+			}
+			return nil, err
+		}
+	}
 
 	r := &runner{
 		cfg:       cfg,
