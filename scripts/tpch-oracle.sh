@@ -13,12 +13,14 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 ORACLE=${TUNEBENCH_ORACLE:-$REPO/.oracle}
-PKGS=(duckdb==1.5.5 duckdb-extension-tpch==1.5.5 tpchgen-cli==4.0.0)
+# kubernetes-validate checks tunebench kube's manifests offline against
+# the Kubernetes OpenAPI schemas (internal/kube).
+PKGS=(duckdb==1.5.5 duckdb-extension-tpch==1.5.5 tpchgen-cli==4.0.0 kubernetes-validate==1.37.0)
 STAMP="$ORACLE/.tunebench-oracle"
 WANT="${PKGS[*]}"
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$ORACLE/bin/python" ] &&
-  [ -x "$ORACLE/bin/tpchgen-cli" ] && "$ORACLE/bin/python" -c 'import duckdb, duckdb_extension_tpch' 2>/dev/null; then
+  [ -x "$ORACLE/bin/tpchgen-cli" ] && [ -x "$ORACLE/bin/kubernetes-validate" ] && "$ORACLE/bin/python" -c 'import duckdb, duckdb_extension_tpch' 2>/dev/null; then
   exit 0
 fi
 
@@ -56,5 +58,6 @@ con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
 con.execute("LOAD '%s'" % ext.replace("'", "''"))
 EOF
 "$ORACLE/bin/tpchgen-cli" --version >/dev/null
+"$ORACLE/bin/kubernetes-validate" --version >/dev/null
 echo "$WANT" >"$STAMP"
 echo "tpch-oracle: ready ($ORACLE)"

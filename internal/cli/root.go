@@ -99,6 +99,7 @@ check failed, 6 missing dependency (binary, user), 130 interrupted.`,
 		newWorkloadsCmd(s),
 		newExperimentCmd(s),
 		newReportCmd(s), newCompareCmd(s),
+		newKubeCmd(s),
 	)
 	root.AddCommand(workloadCommands(s)...)
 	return root
