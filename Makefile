@@ -46,8 +46,11 @@ cross:
 IMAGE_TOOL ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 image:
 	@[ -n "$(IMAGE_TOOL)" ] || { echo "make image needs podman or docker (apt-get install podman)" >&2; exit 6; }
-	rm -rf build/image && mkdir -p build/image/rootfs/tmp build/image/rootfs/results
+	rm -rf build/image && mkdir -p build/image/rootfs/tmp build/image/rootfs/results build/image/rootfs/etc/ssl/certs
 	chmod 1777 build/image/rootfs/tmp && chmod 0777 build/image/rootfs/results
+	# The CA certificates, for sslmode=verify-full against a server with a
+	# public certificate (sslrootcert= names your own CA's).
+	cp /etc/ssl/certs/ca-certificates.crt build/image/rootfs/etc/ssl/certs/ || { echo "make image needs the ca-certificates package" >&2; exit 6; }
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS) -s -w" -o build/image/rootfs/tunebench ./cmd/tunebench
 	$(IMAGE_TOOL) build -f deploy/Containerfile -t tunebench:$(VERSION) -t tunebench:latest build/image
 	@echo "image: tunebench:$(VERSION) (run: $(notdir $(IMAGE_TOOL)) run --rm --network host tunebench:$(VERSION) version)"

@@ -49,6 +49,14 @@ func TestShardContainers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if ca, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt"); err == nil { // as make image does
+		if err := os.MkdirAll(filepath.Join(rootfs, "etc", "ssl", "certs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(rootfs, "etc", "ssl", "certs", "ca-certificates.crt"), ca, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	_ = os.Chmod(filepath.Join(rootfs, "tmp"), 0o1777)
 	_ = os.Chmod(filepath.Join(rootfs, "results"), 0o777)
 	build := exec.Command("go", "build", "-o", filepath.Join(rootfs, "tunebench"), "github.com/tunebench/tunebench/cmd/tunebench")
