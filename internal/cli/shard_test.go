@@ -116,6 +116,14 @@ func TestRendezvousTimeout(t *testing.T) {
 		!strings.Contains(r.stderr, "start the missing shards") {
 		t.Errorf("a shard left alone:\n%s", r)
 	}
+	// The key again, later: the row shard 1 left is an earlier run's, not
+	// a partner of shard 0 (which would then start alone).
+	time.Sleep(1200 * time.Millisecond)
+	r = h.run("run", "tpcb", "--server-dir", srv.Dir(), "-d", db, "-c", "2", "-T", "1s", "--shard", "0/2",
+		"--rendezvous", "alone", "--rendezvous-timeout", "1s", "--results", tempPath(t, "results.db"))
+	if r.code == 0 || !strings.Contains(r.stderr, "missing [1]") {
+		t.Errorf("a key used before counted the earlier run's shard:\n%s", r)
+	}
 }
 
 // TestTPCCShards: two tpcc shards (2 virtual users each of 4) meet at the

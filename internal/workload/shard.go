@@ -145,7 +145,11 @@ func SplitByRoles(name string, set option.Set, sh Shard, v option.Values) (optio
 	}
 	if so, ok := set.ByRole(option.RoleSeed); ok {
 		if s := v.Int(so.Name); s != 0 {
-			out[so.Name] = strconv.FormatInt(s^int64(uint64(sh.Index+1)*seedMix), 10)
+			mixed := s ^ int64(uint64(sh.Index+1)*seedMix)
+			if mixed == 0 { // 0 means "from the clock": not reproducible
+				mixed = int64(seedMix & (1<<63 - 1))
+			}
+			out[so.Name] = strconv.FormatInt(mixed, 10)
 		}
 	}
 	return out, part, nil

@@ -55,6 +55,14 @@ func (t *Target) Join(ctx context.Context, key string, index, count int, joined 
 		return time.Time{}, err
 	}
 	defer c.Close(context.WithoutCancel(ctx))
+	// Rows of an earlier run under the same key (joined before this
+	// shard's wait could have begun) do not count: only joins within the
+	// wait's window before this one's.
+	window := 10 * time.Minute
+	if d, ok := ctx.Deadline(); ok {
+		window = time.Until(d)
+	}
+	var mine time.Time
 	err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", rendezvousTable); err != nil {
 			return err
@@ -63,9 +71,9 @@ func (t *Target) Join(ctx context.Context, key string, index, count int, joined 
 			" (key text NOT NULL, shard int NOT NULL, shards int NOT NULL, joined timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (key, shard))"); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "INSERT INTO "+rendezvousTable+" (key, shard, shards) VALUES ($1, $2, $3)"+
-			" ON CONFLICT (key, shard) DO UPDATE SET shards = EXCLUDED.shards, joined = clock_timestamp()", key, index, count)
-		return err
+		return tx.QueryRow(ctx, "INSERT INTO "+rendezvousTable+" (key, shard, shards) VALUES ($1, $2, $3)"+
+			" ON CONFLICT (key, shard) DO UPDATE SET shards = EXCLUDED.shards, joined = clock_timestamp() RETURNING joined",
+			key, index, count).Scan(&mine)
 	})
 	if err != nil {
 		return time.Time{}, errs.Wrap(errs.KindConnect, err, "the role needs CREATE on the database's public schema (or make "+rendezvousTable+" for it), and INSERT and SELECT on it",
@@ -76,8 +84,8 @@ func (t *Target) Join(ctx context.Context, key string, index, count int, joined 
 		var n int
 		var last time.Time
 		var others int
-		if err := c.QueryRow(ctx, "SELECT count(*), coalesce(max(joined), clock_timestamp()), count(*) FILTER (WHERE shards <> $2) FROM "+rendezvousTable+" WHERE key = $1",
-			key, count).Scan(&n, &last, &others); err != nil {
+		if err := c.QueryRow(ctx, "SELECT count(*), coalesce(max(joined), clock_timestamp()), count(*) FILTER (WHERE shards <> $2) FROM "+rendezvousTable+
+			" WHERE key = $1 AND joined >= $3", key, count, mine.Add(-window)).Scan(&n, &last, &others); err != nil {
 			return time.Time{}, err
 		}
 		if others > 0 {
@@ -94,7 +102,10 @@ func (t *Target) Join(ctx context.Context, key string, index, count int, joined 
 		select {
 		case <-ctx.Done():
 			var missing []int
-			rows, err := c.Query(context.WithoutCancel(ctx), "SELECT s FROM generate_series(0, $2 - 1) s WHERE s NOT IN (SELECT shard FROM "+rendezvousTable+" WHERE key = $1) ORDER BY s", key, count)
+			qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			rows, err := c.Query(qctx, "SELECT s FROM generate_series(0, $2 - 1) s WHERE s NOT IN (SELECT shard FROM "+rendezvousTable+
+				" WHERE key = $1 AND joined >= $3) ORDER BY s", key, count, mine.Add(-window))
 			if err == nil {
 				missing, _ = pgx.CollectRows(rows, pgx.RowTo[int])
 			}
