@@ -80,13 +80,7 @@ func TestShardContainers(t *testing.T) {
 	srv := pg.Server(t)
 	db := loadedDB(h, srv)
 	conn := connectDB(t, srv, db)
-	history := func() int64 {
-		var n int64
-		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pgbench_history").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	history := func() int64 { return historyRows(t, conn) }
 	before := history()
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", srv.Port(), db)
 	const shards = 3

@@ -450,3 +450,14 @@ func connectDB(t *testing.T, srv *server.Server, db string) *pgx.Conn {
 	t.Helper()
 	return testutil.ConnectDB(t, srv, db)
 }
+
+// historyRows counts pgbench_history: what the tpcb-like transactions
+// committed add up to.
+func historyRows(t *testing.T, conn *pgx.Conn) int64 {
+	t.Helper()
+	var n int64
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pgbench_history").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

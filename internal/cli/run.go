@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -101,7 +100,12 @@ func (s *State) runWorkload(cmd *cobra.Command, r workload.Runner, v option.Valu
 	if shard != nil {
 		// Once its clients are connected: their set-up stays out of the
 		// window the shards share.
-		req.Barrier = func(ctx context.Context) error { return s.meetShards(ctx, req.Target, sh, shard, rf) }
+		key := rf.rendezvous
+		if key == "" {
+			key = s.Getenv(envRendezvous)
+		}
+		meet := lifecycle.Meeting{Shard: sh, Key: key, Timeout: rf.rzTimeout, Note: func(format string, a ...any) { s.eprintf(format+"\n", a...) }}
+		req.Barrier = func(ctx context.Context) error { return meet.Meet(ctx, req.Target, shard) }
 	}
 	obs := s.runObserver(r)
 	req.Observe = obs.observe
@@ -211,59 +215,4 @@ func writeJSONFile(path string, v any) error {
 		return errs.Wrap(errs.KindUsage, err, "choose a writable path for --json", "cannot write %s", path)
 	}
 	return os.Rename(path+".tmp", path)
-}
-
-// startLead is how long after the last shard joined the rendezvous the
-// shards start: every shard sees the last join within a poll (200 ms) and
-// a round trip; its clients are connected already.
-const startLead = time.Second
-
-// meetShards measures this machine's clock against the database server's
-// and, with --rendezvous, waits at the database until every shard has
-// joined, then until their common start (on the server's clock); what it
-// measured and agreed goes into the shard's record.
-func (s *State) meetShards(ctx context.Context, t target.Target, sh workload.Shard, rec *results.Shard, rf *runFlags) error {
-	key := rf.rendezvous
-	if key == "" {
-		key = s.Getenv(envRendezvous)
-	}
-	rz, ok := t.(target.Rendezvouser)
-	if !ok {
-		if key != "" {
-			return errs.Usage("run the shards without --rendezvous (and start them together yourself)", "--rendezvous needs a database target the shards meet at")
-		}
-		return nil
-	}
-	off, rtt, err := rz.ServerClock(ctx)
-	if err != nil {
-		return err
-	}
-	rec.ClockOffsetMs, rec.RoundTripMs = float64(off)/1e6, float64(rtt)/1e6
-	if key == "" {
-		return nil
-	}
-	jctx, cancel := context.WithTimeout(ctx, rf.rzTimeout)
-	defer cancel()
-	last, err := rz.Join(jctx, key, sh.Index, sh.Count, func(n int) {
-		s.eprintf("shard %s: %d of %d shards at the rendezvous %q\n", sh, n, sh.Count, key)
-	})
-	if err != nil {
-		if ctx.Err() == nil && jctx.Err() != nil {
-			return errs.Wrap(errs.KindConnect, err, "start the missing shards, or a longer --rendezvous-timeout", "the rendezvous timed out after %s", rf.rzTimeout)
-		}
-		return err
-	}
-	start := last.Add(startLead)
-	here := start.Add(-off)
-	rec.Rendezvous, rec.StartAt = key, start.UTC()
-	s.eprintf("shard %s: all %d joined; starting at %s on the server's clock (this machine's clock is %+.1f ms from it, read over a %.1f ms round trip)\n",
-		sh, sh.Count, start.UTC().Format("15:04:05.000"), -rec.ClockOffsetMs, rec.RoundTripMs)
-	timer := time.NewTimer(time.Until(here))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"strconv"
@@ -24,13 +23,7 @@ func TestShardsAddUp(t *testing.T) {
 	srv := pg.Server(t)
 	db := loadedDB(h, srv)
 	conn := connectDB(t, srv, db)
-	history := func() int64 {
-		var n int64
-		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pgbench_history").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	history := func() int64 { return historyRows(t, conn) }
 	before := history()
 	results := tempPath(t, "results.db")
 	var runs []*running
