@@ -40,9 +40,9 @@ func (f *resultsFlag) resolve(getenv func(string) string) (string, error) {
 func newResultsCmd(s *State) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "results",
-		Short: "List, show, export and import stored runs",
+		Short: "List, show, export, import and merge stored runs",
 	}
-	cmd.AddCommand(newResultsListCmd(s), newResultsShowCmd(s), newResultsExportCmd(s), newResultsImportCmd(s))
+	cmd.AddCommand(newResultsListCmd(s), newResultsShowCmd(s), newResultsExportCmd(s), newResultsImportCmd(s), newResultsMergeCmd(s))
 	return cmd
 }
 

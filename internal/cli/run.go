@@ -139,6 +139,7 @@ func showBlocks(w workload.Workload, sum *results.Summary, checks bool) []result
 	if v, ok := w.(workload.Viewer); ok {
 		out = v.Show(sum)
 	}
+	out = append(out, results.MergeBlocks(sum)...)
 	out = append(out, results.HostBlocks(sum)...)
 	if cv, ok := w.(workload.CheckViewer); ok && checks {
 		out = append(out, cv.CheckView(sum)...)

@@ -1,13 +1,20 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/testutil"
 	"github.com/tunebench/tunebench/internal/workload"
 )
@@ -25,7 +32,7 @@ func TestShardsAddUp(t *testing.T) {
 	conn := connectDB(t, srv, db)
 	history := func() int64 { return historyRows(t, conn) }
 	before := history()
-	results := tempPath(t, "results.db")
+	resDB := tempPath(t, "results.db")
 	var runs []*running
 	var jsons []string
 	for i := 0; i < 3; i++ {
@@ -34,7 +41,7 @@ func TestShardsAddUp(t *testing.T) {
 		js := tempPath(t, "shard.json")
 		jsons = append(jsons, js)
 		runs = append(runs, hi.start(nil, "run", "tpcb", "--server-dir", srv.Dir(), "-d", db, "-c", "5", "-j", "3", "-T", "2s",
-			"--warmup", "0s", "--shard", "3", "--rendezvous", "add-up", "--json", js, "--results", results, "-P", "0"))
+			"--warmup", "0s", "--shard", "3", "--rendezvous", "add-up", "--json", js, "--results", resDB, "-P", "0"))
 		if i == 0 {
 			// The first waits for the others at the database.
 			runs[0].waitStderr(t, "1 of 3 shards at the rendezvous", 30*time.Second)
@@ -94,6 +101,73 @@ func TestShardsAddUp(t *testing.T) {
 	if grew := history() - before; committed == 0 || grew < committed || grew > committed+5 {
 		t.Errorf("the shards committed %d transactions; the history grew by %d", committed, grew)
 	}
+
+	// The merge, into the store the shards wrote (which it also reads):
+	// one run whose throughput is the shards' summed, whose percentiles
+	// are their histograms' merged, and whose history cross-check passes.
+	js := tempPath(t, "merged.json")
+	r := h.must(0, "results", "merge", resDB, "--results", resDB, "--json", js)
+	if !strings.Contains(r.stdout, "history cross-check: history grew by") || !strings.Contains(r.stdout, "merged from 3 shards (rendezvous \"add-up\")") {
+		t.Errorf("merge:\n%s", r)
+	}
+	var merged struct {
+		RunID        int64           `json:"run_id"`
+		Status       string          `json:"status"`
+		Transactions int64           `json:"transactions"`
+		TPS          float64         `json:"tps"`
+		Clients      int             `json:"clients"`
+		Latency      results.Latency `json:"latency_ms"`
+		Merge        results.Merge   `json:"merge"`
+	}
+	b, err := os.ReadFile(js)
+	if err != nil || json.Unmarshal(b, &merged) != nil {
+		t.Fatalf("merged summary: %v\n%s", err, b)
+	}
+	var tps float64
+	for _, sh := range merged.Merge.Shards {
+		tps += sh.TPS
+	}
+	if merged.Status != "ok" || merged.Transactions != committed || math.Abs(merged.TPS-tps) > 1e-9 || merged.Clients != 5 || merged.Merge.MinOverlapPct < 99 {
+		t.Errorf("merged run: %s", b)
+	}
+	// Its percentiles are those of the shards' stored histograms merged.
+	st, err := store.Open(context.Background(), resDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	all := metrics.NewHist()
+	for _, sh := range merged.Merge.Shards {
+		run, err := st.GetRun(context.Background(), sh.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hg := range run.Histograms {
+			if hg.Kind == store.KindLatency && (hg.Class == "ok" || hg.Class == "retried_ok") {
+				d, err := metrics.Decode(hg.Encoded)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all.Merge(d)
+			}
+		}
+		if len(run.Intervals) == 0 {
+			t.Errorf("shard run %d kept no interval histograms", sh.RunID)
+		}
+	}
+	if want := results.LatencyOf(all); merged.Latency != want {
+		t.Errorf("merged latency %+v, the shards' histograms merged %+v", merged.Latency, want)
+	}
+	// A merged run is a run: shown, listed, reported; merging again adds none.
+	r = h.must(0, "results", "show", strconv.FormatInt(merged.RunID, 10), "--results", resDB)
+	if !strings.Contains(r.stdout, "merged from 3 shards") || !strings.Contains(r.stdout, "2/3") {
+		t.Errorf("results show of the merged run:\n%s", r)
+	}
+	r = h.must(0, "results", "merge", resDB, "--results", resDB)
+	if !strings.Contains(r.stdout, fmt.Sprintf("already merged: run %d", merged.RunID)) {
+		t.Errorf("a second merge:\n%s", r)
+	}
+	h.must(0, "report", strconv.FormatInt(merged.RunID, 10), "--results", resDB, "-o", tempPath(t, "report.html"))
 }
 
 // TestRendezvousTimeout: a shard whose others never come gives up after
@@ -129,14 +203,14 @@ func TestTPCCShards(t *testing.T) {
 	srv := pg.Server(t)
 	db := testutil.CreateDB(t, srv)
 	h.must(0, "load", "tpcc", "--server-dir", srv.Dir(), "-d", db, "--warehouses", "2")
-	results := tempPath(t, "results.db")
+	resDB := tempPath(t, "results.db")
 	var runs []*running
 	var jsons []string
 	for i := 0; i < 2; i++ {
 		js := tempPath(t, "shard.json")
 		jsons = append(jsons, js)
 		runs = append(runs, h.start(nil, "run", "tpcc", "--server-dir", srv.Dir(), "-d", db, "--vusers", "4", "--duration", "2s", "--rampup", "0s",
-			"--shard", strconv.Itoa(i)+"/2", "--rendezvous", "tpcc", "--json", js, "--results", results, "-P", "0"))
+			"--shard", strconv.Itoa(i)+"/2", "--rendezvous", "tpcc", "--json", js, "--results", resDB, "-P", "0"))
 	}
 	var committed, ambiguous, before, after int64
 	for i, rn := range runs {
@@ -172,5 +246,57 @@ func TestTPCCShards(t *testing.T) {
 	}
 	if grew := after - before; grew < committed || grew > committed+ambiguous {
 		t.Errorf("the districts grew by %d (%d to %d); the shards committed %d New-Orders (%d ambiguous)", after-before, before, after, committed, ambiguous)
+	}
+	// The merge makes the cross-check once, over both shards.
+	r := h.must(0, "results", "merge", resDB, "--results", tempPath(t, "merged.db"))
+	if !strings.Contains(r.stdout, fmt.Sprintf("NOPM cross-check: sum(d_next_o_id) grew by %d; the 2 shards committed %d New-Orders", after-before, committed)) ||
+		!strings.Contains(r.stdout, "vusers 4") && !strings.Contains(r.stdout, "4 virtual users") {
+		t.Errorf("merged tpcc:\n%s", r)
+	}
+}
+
+// TestShardKilled: three shards run as processes, with their index from
+// JOB_COMPLETION_INDEX as an Indexed Job's pods; one is killed (SIGKILL)
+// mid-run. The others finish, and the merge makes a run of status errors
+// that names the missing shard and holds all the others measured.
+func TestShardKilled(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := loadedDB(h, srv)
+	dir := t.TempDir()
+	var shards []*spawned
+	for i := 0; i < 3; i++ {
+		hi := newHarness(t)
+		hi.env[workload.EnvJobIndex] = strconv.Itoa(i)
+		shards = append(shards, hi.spawn("run", "tpcb", "--server-dir", srv.Dir(), "-d", db, "-c", "3", "-T", "4s", "--warmup", "0s",
+			"--shard", "3", "--rendezvous", "killed", "--results", filepath.Join(dir, fmt.Sprintf("shard-%d", i), "results.db"), "-P", "0"))
+	}
+	shards[1].waitStderr(t, "all 3 joined", time.Minute)
+	time.Sleep(2 * time.Second) // mid-run
+	shards[1].kill()
+	for _, i := range []int{0, 2} {
+		if code := shards[i].wait(t, time.Minute); code != 0 {
+			t.Fatalf("shard %d: exit %d\n%s", i, code, shards[i].stderr)
+		}
+	}
+	js := tempPath(t, "merged.json")
+	r := h.must(4, "results", "merge", dir, "--results", tempPath(t, "merged.db"), "--json", js)
+	if !strings.Contains(r.stderr, "shard 1/3 has no result") || !strings.Contains(r.stdout, "MISSING") {
+		t.Errorf("merge without shard 1:\n%s", r)
+	}
+	var merged struct {
+		Status       string `json:"status"`
+		Transactions int64  `json:"transactions"`
+		Merge        results.Merge
+	}
+	b, _ := os.ReadFile(js)
+	if err := json.Unmarshal(b, &merged); err != nil {
+		t.Fatal(err)
+	}
+	got := merged.Merge.Shards
+	if merged.Status != "errors" || len(got) != 3 || !got[1].Missing || got[0].Transactions == 0 || got[2].Transactions == 0 ||
+		merged.Transactions != got[0].Transactions+got[2].Transactions {
+		t.Errorf("merged run: %s", b)
 	}
 }

@@ -50,6 +50,9 @@ type Snapshot struct {
 	Driver   Driver    `json:"driver"` // the tunebench process
 	TakenAt  time.Time `json:"taken_at"`
 	Warnings []string  `json:"warnings,omitempty"` // what could not be collected, and why
+	// Shards, in a run merged from shards, are the environments of shards
+	// 1 to N-1 (this snapshot is shard 0's); a missing shard has none.
+	Shards []*Snapshot `json:"shards,omitempty"`
 }
 
 // SchemaVersion is the version of the shape s was written with: 1 for a

@@ -224,6 +224,8 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 		OnMeasureStart: x.OnMeasureStart, OnMeasureEnd: x.OnMeasureEnd,
 		OnError: func(worker int, o step.Outcome) { req.emit(Event{Kind: EventError, Worker: worker, Outcome: o}) },
 		Ready:   req.Barrier,
+		// A shard keeps its intervals' histograms for the merge.
+		TickHistograms: req.Shard != nil,
 	}
 	if x.NewThread != nil {
 		cfg.NewThread = func() step.Thread { return x.NewThread() }
@@ -304,7 +306,7 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 		return nil, err
 	}
 	series := append(append(results.RunSeries(res), v.Series...), sampled...)
-	id, err := save(bg, req, r, sum, env, v.Check, series, hists)
+	id, err := save(bg, req, r, sum, env, v.Check, series, hists, results.RunIntervals(res))
 	if err != nil && req.rescued == nil { // a rescued run still ends with its own exit code
 		return sum, err
 	}
@@ -418,7 +420,7 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 		// was made in is the lifecycle's to add.
 		m.Env.Layout, m.Env.Envelope = req.Layout, req.Envelope
 	}
-	id, serr := save(bg, req, r, sum, m.Env, m.Check, append(m.Series, sampled...), m.Histograms)
+	id, serr := save(bg, req, r, sum, m.Env, m.Check, append(m.Series, sampled...), m.Histograms, nil)
 	if serr != nil && req.rescued == nil { // a rescued run still ends with its own exit code
 		return sum, serr
 	}
@@ -429,7 +431,7 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 }
 
 // save stores the run in one transaction, with the request's plan link.
-func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summary, env *envinfo.Snapshot, check any, series []store.Point, hists []store.Histogram) (int64, error) {
+func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summary, env *envinfo.Snapshot, check any, series []store.Point, hists []store.Histogram, intervals []store.IntervalHistogram) (int64, error) {
 	if req.EnvelopeUsage != nil && env != nil && env.Envelope != nil {
 		env.Envelope.Usage, env.Envelope.UsageLine = req.EnvelopeUsage()
 	}
@@ -442,7 +444,7 @@ func save(ctx context.Context, req *Request, r workload.Run, sum *results.Summar
 		return 0, err
 	}
 	rec := &results.Record{Summary: sum, Experiment: req.Experiment, Variant: r.Variant(), Params: params,
-		Env: env, Check: check, Series: series, Histograms: hists, Link: req.Link, RescueDirs: rescueDirs(req)}
+		Env: env, Check: check, Series: series, Histograms: hists, Intervals: intervals, Link: req.Link, RescueDirs: rescueDirs(req)}
 	id, err := results.Save(ctx, req.Store, rec)
 	if err != nil {
 		if _, ok := store.RescuedTo(err); ok {

@@ -23,7 +23,8 @@ type Record struct {
 	Check      any // the check report (stored as JSON), nil for none
 	Series     []store.Point
 	Histograms []store.Histogram
-	Link       *store.PlanLink // the experiment plan entry, saved in the same transaction
+	Intervals  []store.IntervalHistogram // a shard's interval histograms (RunIntervals)
+	Link       *store.PlanLink           // the experiment plan entry, saved in the same transaction
 	// RescueDirs are where the record goes, in this order, when the store
 	// fails to save it and its own directory cannot take a rescue file.
 	RescueDirs []string
@@ -46,7 +47,7 @@ func Save(ctx context.Context, st *store.Store, rec *Record) (int64, error) {
 	r := &store.Run{
 		Experiment: rec.Experiment, Workload: sum.Workload, Variant: rec.Variant, Status: sum.Status,
 		StartedAt: sum.StartedAt, EndedAt: sum.EndedAt, Params: rec.Params, Env: ej,
-		Link: rec.Link, Series: rec.Series, Histograms: rec.Histograms, SummarySchema: sum.SchemaVersion,
+		Link: rec.Link, Series: rec.Series, Histograms: rec.Histograms, Intervals: rec.Intervals, SummarySchema: sum.SchemaVersion,
 	}
 	if rec.Check != nil {
 		if r.Check, err = json.Marshal(rec.Check); err != nil {
@@ -158,6 +159,21 @@ func RunHistograms(res *run.Result) ([]store.Histogram, error) {
 		}
 	}
 	return out, nil
+}
+
+// RunIntervals are the interval histograms the executor kept
+// (run.Config.TickHistograms), at the times of RunSeries' points.
+func RunIntervals(res *run.Result) []store.IntervalHistogram {
+	var out []store.IntervalHistogram
+	for _, tk := range res.Series {
+		if tk.LatencyEnc != nil {
+			out = append(out, store.IntervalHistogram{T: tk.T, Kind: store.KindLatency, Encoded: tk.LatencyEnc})
+		}
+		if tk.LagEnc != nil {
+			out = append(out, store.IntervalHistogram{T: tk.T, Kind: store.KindLag, Encoded: tk.LagEnc})
+		}
+	}
+	return out
 }
 
 // EncodeHist encodes one histogram for the store; nil for an empty one.

@@ -47,6 +47,9 @@ type Summary struct {
 	// Shard says which part of a run split over several drivers this run
 	// ran (--shard i/N); nil for a whole run.
 	Shard *Shard `json:"shard,omitempty"`
+	// Merge, on a run merged from shards (`tunebench results merge`), says
+	// which shards it holds and how their windows met; nil otherwise.
+	Merge *Merge `json:"merge,omitempty"`
 	// Measured holds the executor's figures (nil for workloads that
 	// measure themselves, like storage and fsblog).
 	*Measured
@@ -117,10 +120,19 @@ const (
 	// container) left more of the measured window without samples than
 	// the run accepts (status errors, exit 0: the run's figures stand).
 	ReasonHostGap = "host_metrics_gap"
+	// ReasonShardMissing: a merged run lacks a shard's result (status
+	// errors: its figures are the other shards').
+	ReasonShardMissing = "shard_missing"
+	// ReasonShardFailed: a shard of a merged run failed or was
+	// interrupted (status errors; what it measured is merged).
+	ReasonShardFailed = "shard_failed"
+	// ReasonShardWindow: a shard's measured window does not cover the
+	// shards' common window closely enough (status errors).
+	ReasonShardWindow = "shard_window"
 )
 
 // DoubtCodes are the reason codes that put a run's figures in doubt.
-var DoubtCodes = []string{ReasonOutage, ReasonNotChecked}
+var DoubtCodes = []string{ReasonOutage, ReasonNotChecked, ReasonShardMissing, ReasonShardFailed, ReasonShardWindow}
 
 // Doubts are the reasons of s that put its figures in doubt (DoubtCodes),
 // whatever its status; InDoubt is the rule that uses them.

@@ -122,6 +122,11 @@ type Config struct {
 	// for each other, so their set-up is not in the window they share.
 	// An error ends the run before it started (the workers are closed).
 	Ready func(ctx context.Context) error
+	// TickHistograms keeps each tick's latency histogram (committed
+	// transactions; and schedule lag, open loop) in Tick.LatencyEnc and
+	// Tick.LagEnc, encoded: a shard's interval percentiles are merged from
+	// them (`tunebench results merge`), since percentiles cannot be added.
+	TickHistograms bool
 }
 
 // Factory makes the worker with the given id (0-based). Workers are all made

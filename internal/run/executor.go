@@ -600,9 +600,15 @@ func (r *runner) emitTick(c *collector, end, now time.Duration, optional bool) {
 		ps := lat.PercentilesMs(50, 95, 99)
 		t.P50Ms, t.P95Ms, t.P99Ms = ps[0], ps[1], ps[2]
 		t.MaxMs = lat.MaxMs()
+		if r.cfg.TickHistograms {
+			t.LatencyEnc, _ = metrics.Encode(lat) // a non-nil histogram encodes
+		}
 	}
 	if lag := iv.Lag(); lag != nil && lag.Count() > 0 {
 		t.Lag99Ms = lag.PercentileMs(99)
+		if r.cfg.TickHistograms {
+			t.LagEnc, _ = metrics.Encode(lag)
+		}
 	}
 	if len(c.allByOp) > 1 {
 		// Per-op counts and p95 of committed transactions, for workloads

@@ -148,6 +148,11 @@ type Tick struct {
 	// never in Result.Series, and valid only during that call (the
 	// executor reuses them at the next tick).
 	Interval, IntervalWarmup *metrics.Snapshot `json:"-"`
+	// LatencyEnc and LagEnc are the interval's latency and schedule lag
+	// histograms (those P50Ms..MaxMs and Lag99Ms come from), encoded
+	// (metrics.Encode); nil unless Config.TickHistograms, and for an
+	// interval without committed transactions.
+	LatencyEnc, LagEnc []byte `json:"-"`
 }
 
 // OpTick is one op's share of a Tick.

@@ -42,20 +42,21 @@ type rescueFile struct {
 }
 
 type rescueRun struct {
-	Experiment    string          `json:"experiment"`
-	Workload      string          `json:"workload"`
-	Variant       string          `json:"variant"`
-	Status        string          `json:"status"`
-	StartedAt     *int64          `json:"started_at_ns"` // Unix nanoseconds; null when unknown
-	EndedAt       *int64          `json:"ended_at_ns"`
-	SummarySchema int             `json:"summary_schema"`
-	Params        json.RawMessage `json:"params,omitempty"` // absent for SQL NULL
-	Env           json.RawMessage `json:"env,omitempty"`
-	Summary       json.RawMessage `json:"summary,omitempty"`
-	Check         json.RawMessage `json:"check,omitempty"`
-	Series        []rescueSeries  `json:"series"`
-	Histograms    []rescueHist    `json:"histograms"`
-	Link          *rescueLink     `json:"plan_link,omitempty"`
+	Experiment    string           `json:"experiment"`
+	Workload      string           `json:"workload"`
+	Variant       string           `json:"variant"`
+	Status        string           `json:"status"`
+	StartedAt     *int64           `json:"started_at_ns"` // Unix nanoseconds; null when unknown
+	EndedAt       *int64           `json:"ended_at_ns"`
+	SummarySchema int              `json:"summary_schema"`
+	Params        json.RawMessage  `json:"params,omitempty"` // absent for SQL NULL
+	Env           json.RawMessage  `json:"env,omitempty"`
+	Summary       json.RawMessage  `json:"summary,omitempty"`
+	Check         json.RawMessage  `json:"check,omitempty"`
+	Series        []rescueSeries   `json:"series"`
+	Histograms    []rescueHist     `json:"histograms"`
+	Intervals     []rescueInterval `json:"interval_histograms,omitempty"`
+	Link          *rescueLink      `json:"plan_link,omitempty"`
 }
 
 // rescueSeries is one series, its points in saved order.
@@ -70,6 +71,12 @@ type rescueHist struct {
 	Class string `json:"class"`
 	Kind  string `json:"kind"`
 	Data  []byte `json:"data"` // HdrHistogram V2 compressed encoding, base64
+}
+
+type rescueInterval struct {
+	T    float64 `json:"t"`
+	Kind string  `json:"kind"`
+	Data []byte  `json:"data"`
 }
 
 // rescueLink is a PlanLink; on import the experiment is found by the run's
@@ -208,6 +215,9 @@ func encodeRescue(r *Run, storePath string, cause error) ([]byte, error) {
 			enc = []byte{}
 		}
 		rr.Histograms = append(rr.Histograms, rescueHist{Op: h.Op, Class: h.Class, Kind: h.Kind, Data: enc})
+	}
+	for _, h := range r.Intervals {
+		rr.Intervals = append(rr.Intervals, rescueInterval{T: h.T, Kind: h.Kind, Data: h.Encoded})
 	}
 	if l := r.Link; l != nil {
 		rr.Link = &rescueLink{ExperimentID: l.ExperimentID, PlanIndex: l.PlanIndex, Config: l.Config, XName: l.XName,
@@ -385,6 +395,9 @@ func ReadRescue(path string) (*Rescued, error) {
 			enc = []byte{}
 		}
 		r.Histograms = append(r.Histograms, Histogram{Op: h.Op, Class: h.Class, Kind: h.Kind, Encoded: enc})
+	}
+	for _, h := range rr.Intervals {
+		r.Intervals = append(r.Intervals, IntervalHistogram{T: h.T, Kind: h.Kind, Encoded: h.Data})
 	}
 	if l := rr.Link; l != nil {
 		r.Link = &PlanLink{ExperimentID: l.ExperimentID, PlanIndex: l.PlanIndex, Config: l.Config, XName: l.XName,

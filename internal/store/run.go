@@ -48,6 +48,9 @@ type Run struct {
 	SummarySchema int
 	Series        []Point     // per-second time series
 	Histograms    []Histogram // encoded HDR histograms
+	// Intervals are histograms of single intervals of the series (a
+	// shard's, for the merge); most runs have none.
+	Intervals []IntervalHistogram
 	// Link, when set, ties the run to an experiment's plan entry; it is
 	// written in the same transaction as the run (its RunID is filled in).
 	Link *PlanLink
@@ -66,6 +69,15 @@ type Histogram struct {
 	Class   string
 	Kind    string // KindLatency, KindService or KindLag
 	Encoded []byte // HdrHistogram V2 compressed encoding
+}
+
+// IntervalHistogram is the encoded HdrHistogram of one interval of a
+// run's series: committed transactions' latency (KindLatency) or schedule
+// lag (KindLag) over the interval ending at T (the series' times).
+type IntervalHistogram struct {
+	T       float64
+	Kind    string
+	Encoded []byte
 }
 
 // RunInfo is a run's row without its series and histograms.
@@ -209,6 +221,18 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			}
 			if _, err := st.ExecContext(ctx, id, h.Op, h.Class, h.Kind, enc); err != nil {
 				return fail(fmt.Errorf("histogram %s/%s/%s: %w", h.Op, h.Class, h.Kind, err))
+			}
+		}
+	}
+	if len(r.Intervals) > 0 {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO interval_histograms (run_id, kind, t, encoded) VALUES (?, ?, ?, ?)`)
+		if err != nil {
+			return fail(err)
+		}
+		defer st.Close()
+		for _, h := range r.Intervals {
+			if _, err := st.ExecContext(ctx, id, h.Kind, h.T, h.Encoded); err != nil {
+				return fail(fmt.Errorf("interval histogram %s at %g s: %w", h.Kind, h.T, err))
 			}
 		}
 	}
@@ -381,7 +405,32 @@ WHERE run_id = ? ORDER BY op, class, kind`, id)
 	if err := hrows.Err(); err != nil {
 		return nil, s.readErr(err)
 	}
+	hrows.Close()
+	if r.Intervals, err = s.intervals(ctx, id); err != nil {
+		return nil, s.readErr(err)
+	}
 	return r, nil
+}
+
+// intervals reads run id's interval histograms, by kind then time.
+func (s *Store) intervals(ctx context.Context, id int64) ([]IntervalHistogram, error) {
+	if s.version != 0 && s.version < 4 { // a read-only store from before interval histograms
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT kind, t, encoded FROM interval_histograms WHERE run_id = ? ORDER BY kind, t`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []IntervalHistogram
+	for rows.Next() {
+		var h IntervalHistogram
+		if err := rows.Scan(&h.Kind, &h.T, &h.Encoded); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
 }
 
 // ListRuns returns the rows of the runs that match f, newest first (by start
@@ -496,6 +545,14 @@ func validateRun(r *Run) error {
 		case KindLatency, KindService, KindLag:
 		default:
 			return bad("histogram %s/%s has kind %q, not one of latency, service, lag", h.Op, h.Class, h.Kind)
+		}
+	}
+	for _, h := range r.Intervals {
+		if h.Kind != KindLatency && h.Kind != KindLag {
+			return bad("interval histogram at %g s has kind %q, not latency or lag", h.T, h.Kind)
+		}
+		if math.IsNaN(h.T) || math.IsInf(h.T, 0) || len(h.Encoded) == 0 {
+			return bad("interval histogram %s has time %v and %d bytes", h.Kind, h.T, len(h.Encoded))
 		}
 	}
 	return nil

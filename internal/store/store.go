@@ -93,6 +93,10 @@ type Store struct {
 	db   *sql.DB
 	path string
 
+	// version is the schema version of a store opened read-only (which
+	// is not migrated); 0 for one opened to write (at SchemaVersion).
+	version int
+
 	// afterPointBatch, when set (tests only), runs after each batch of series
 	// points is inserted by SaveRun, inside its transaction.
 	afterPointBatch func(inserted int)
@@ -136,6 +140,48 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	return s, nil
+}
+
+// OpenReadOnly opens an existing store to read, as it is: its file is not
+// created, written or migrated (a shard's results on a volume, merged
+// elsewhere). A store of a newer schema than this binary's is refused.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, errs.Wrap(errs.KindInternal, err, "", "results store %s", path)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, errs.Wrap(errs.KindUsage, err, "give the path of a results store (results.db)", "cannot read results store %s", abs)
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Set("mode", "ro")
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, errs.Wrap(errs.KindInternal, err, "", "open results store %s", abs)
+	}
+	s := &Store{db: db, path: abs}
+	v, err := s.schemaVersion(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if v > len(migrations()) {
+		db.Close()
+		return nil, errs.New(errs.KindUsage, "upgrade tunebench to read this file",
+			"results store %s has schema version %d, newer than the %d this tunebench knows", abs, v, len(migrations()))
+	}
+	if v == 0 {
+		db.Close()
+		return nil, errs.New(errs.KindUsage, "give the path of a results store (results.db)", "%s is not a tunebench results store (it has no schema)", abs)
+	}
+	s.version = v
 	return s, nil
 }
 
@@ -233,8 +279,21 @@ func migrations() []string {
 		schemaV1,
 		schemaV2,
 		schemaV3,
+		schemaV4,
 	}
 }
+
+// schemaV4 keeps the histograms of single intervals (a shard's, which the
+// merge of a split run needs: interval percentiles cannot be added).
+const schemaV4 = `
+CREATE TABLE interval_histograms (
+    run_id  INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    kind    TEXT    NOT NULL CHECK (kind IN ('latency', 'lag')),
+    t       REAL    NOT NULL,        -- the interval's end, as the series' t
+    encoded BLOB    NOT NULL,        -- HdrHistogram V2 compressed encoding
+    PRIMARY KEY (run_id, kind, t)
+) WITHOUT ROWID;
+`
 
 // schemaV3 records the version of the summary's schema (package results)
 // with each run; NULL for the runs stored before it (version 1).

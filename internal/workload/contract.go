@@ -253,6 +253,27 @@ type Measured struct {
 	Exit func(id int64) error
 }
 
+// ShardMerger merges the workload's own part of its shards' summaries
+// (`tunebench results merge`): its Extra, its series, and its cross-check
+// of the database, once, on the merged figures. A workload without one
+// keeps none of its own fields in a merged run.
+type ShardMerger interface {
+	MergeShards(in *MergeInput) (*Verdict, error)
+}
+
+// MergeInput is what a merge gives a workload: every shard's summary (by
+// index; nil for a missing shard), whether the shards met at a
+// rendezvous (their counts before and after can then be ordered: every
+// count before precedes every transaction), and the merged run: its
+// executor figures (histograms per op merged, Series the merged
+// intervals, counts summed) and its summary with the Measured part filled.
+type MergeInput struct {
+	Parts   []*results.Summary
+	Met     bool
+	Result  *run.Result
+	Summary *results.Summary
+}
+
 // Checker checks the loaded data.
 type Checker interface {
 	Workload

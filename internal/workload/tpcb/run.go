@@ -161,6 +161,9 @@ func (r *tpcbRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		sum.Protocol = "prepared+pipeline"
 	}
 	v := &workload.Verdict{}
+	if r.env.Shard.On() {
+		return r.afterShard(ctx, res, v)
+	}
 	// Only tunebench-loaded databases have the meta table (not pgbench -i
 	// ones); without anything to record or check, the database need not
 	// be reachable after the run.
@@ -195,6 +198,26 @@ func (r *tpcbRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		}
 	}
 	return v, err
+}
+
+// afterShard keeps a writing shard's history counts for the merge: every
+// shard's transactions grow pgbench_history, so only the merge can hold
+// the growth against what they all committed.
+func (r *tpcbRun) afterShard(ctx context.Context, res *run.Result, v *workload.Verdict) (*workload.Verdict, error) {
+	if !r.writes() {
+		return v, nil
+	}
+	hg := &HistoryGrowth{Before: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll}
+	err := driver.RetryLost(ctx, &r.admin, r.t.Connect, time.Now(), driver.AfterRunBudget, func(conn *pgx.Conn) error {
+		var err error
+		hg.After, err = HistoryCount(ctx, conn)
+		return err
+	})
+	if err != nil {
+		hg.NotRead = "could not count pgbench_history after the run: " + errs.Brief(err)
+	}
+	v.Extra = &Summary{ShardHistory: hg}
+	return v, nil
 }
 
 func (r *tpcbRun) Close() {
