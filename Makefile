@@ -112,6 +112,13 @@ bench-live: deps build
 bench-shards: deps build
 	scripts/bench-shards.sh
 
+# Benchmark (not a test): `results merge` of 8 shards of a one-hour run
+# with 1-second intervals, read from their stores and stored merged
+# (docs/benchmarks.md).
+.PHONY: bench-merge
+bench-merge: deps
+	go test ./internal/merge -run '^$$' -bench Merge8Shards1h -benchtime 1x -count 3
+
 # Benchmark (not a test): TPC-C-like load speed and NOPM per mode and
 # virtual users on a managed server (docs/benchmarks.md).
 bench-tpcc: deps build

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/kube"
 	"github.com/tunebench/tunebench/internal/testutil"
 )
 
@@ -84,15 +85,32 @@ func TestShardContainers(t *testing.T) {
 	before := history()
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", srv.Port(), db)
 	const shards = 3
+	// One directory a shard on a "claim", as the Indexed Job's
+	// subPathExpr makes them; the merge container, started with the
+	// shards as the merge Job is, reads them all.
+	claim := t.TempDir()
+	if err := os.Chmod(claim, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	vols := make([]string, shards)
-	outs := make([][]byte, shards)
-	errs := make([]error, shards)
+	outs := make([][]byte, shards+1)
+	errs := make([]error, shards+1)
 	var wg sync.WaitGroup
+	plan := kube.Plan{Rendezvous: "containers", MergeWait: "2m"}
+	mergeArgs := append(append([]string{}, podmanRun...), "-v", claim+":/results", image)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		outs[shards], errs[shards] = exec.CommandContext(ctx, podman, append(mergeArgs, plan.MergeArgs()...)...).CombinedOutput()
+	}()
 	for i := range shards {
-		vols[i] = t.TempDir()
-		if err := os.Chmod(vols[i], 0o777); err != nil {
+		vols[i] = filepath.Join(claim, fmt.Sprintf("shard-%d", i))
+		if err := os.Mkdir(vols[i], 0o777); err != nil {
 			t.Fatal(err)
 		}
+		_ = os.Chmod(vols[i], 0o777)
 		args := append(append([]string{}, podmanRun...), "-e", "JOB_COMPLETION_INDEX="+strconv.Itoa(i), "-e", "PGPASSWORD="+srv.Password(),
 			"-v", vols[i]+":/results", image,
 			"run", "tpcb", "--dsn", dsn, "-c", "3", "-T", "2s", "--warmup", "0s", "--shard", strconv.Itoa(shards),
@@ -129,5 +147,17 @@ func TestShardContainers(t *testing.T) {
 	}
 	if grew := history() - before; committed == 0 || grew < committed || grew > committed+3 {
 		t.Errorf("the containers committed %d transactions; the history grew by %d", committed, grew)
+	}
+	// The merge container waited for the three and merged them.
+	if errs[shards] != nil || !bytes.Contains(outs[shards], []byte("history cross-check: history grew by")) {
+		t.Fatalf("merge container: %v\n%s", errs[shards], outs[shards])
+	}
+	b, err := os.ReadFile(filepath.Join(claim, "merged", "run.json"))
+	var merged struct {
+		Status       string `json:"status"`
+		Transactions int64  `json:"transactions"`
+	}
+	if err != nil || json.Unmarshal(b, &merged) != nil || merged.Status != "ok" || merged.Transactions != committed {
+		t.Errorf("merged run (the shards committed %d): %v\n%s", committed, err, b)
 	}
 }

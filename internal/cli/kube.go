@@ -22,8 +22,9 @@ func newKubeCmd(s *State) *cobra.Command {
 Job of N pods, the shards of the run given after --: each runs
 tunebench run ... --shard N (its index from JOB_COMPLETION_INDEX) --rendezvous KEY,
 meets the others at the database and stores its part on the claim (one
-directory a shard). The password comes from a Secret as PGPASSWORD; no pod
-is retried. Kubernetes ` + kube.MinVersion + ` or later.`,
+directory a shard); with --claim, a third Job waits for the shards' results
+and merges them (tunebench results merge) into /results/merged. The
+password comes from a Secret as PGPASSWORD; no pod is retried. Kubernetes ` + kube.MinVersion + ` or later.`,
 		Example: `  tunebench kube --name sweep1 --shards 4 --image registry.example.com/tunebench:v1 \
     --dsn "host=pg.bench.svc dbname=bench user=bench" --password-secret pg-bench \
     --claim bench-results --spread --load "load tpcb --scale 100" -- run tpcb -c 64 -T 10m > sweep1.yaml`,
@@ -62,6 +63,7 @@ is retried. Kubernetes ` + kube.MinVersion + ` or later.`,
 	fs.BoolVar(&p.Spread, "spread", false, "one shard a node (required pod anti-affinity)")
 	fs.StringVar(&load, "load", "", "tunebench's load arguments for the load Job (e.g. 'load tpcb --scale 100'); none: no load Job")
 	fs.StringVar(&p.Rendezvous, "rendezvous", "", "the key the shards meet under (default NAME-DATE-TIME: new for every run)")
+	fs.StringVar(&p.MergeWait, "merge-wait", kube.DefaultMergeWait, "with --claim, how long the merge Job waits for every shard's result before it merges those there are")
 	fs.StringVarP(&out, "output", "o", "", "write to this file (default: standard output)")
 	return cmd
 }

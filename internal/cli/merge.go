@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,7 @@ import (
 func newResultsMergeCmd(s *State) *cobra.Command {
 	var rf resultsFlag
 	var key, jsonOut string
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "merge SOURCE... [--key KEY]",
 		Short: "Merge the shards of a split run (run --shard i/N) into one run",
@@ -32,7 +34,9 @@ database server's clock by the offset it measured), the workload's
 cross-check of the database made once on the merged figures (tpcc's NOPM,
 tpcb's history growth). A missing or failed shard, or one whose window is
 less than 99% covered by the common one, makes the merged run's status
-errors, naming it. Merging the same shards again stores nothing new.
+errors, naming it. Merging the same shards again stores nothing new. With
+--wait, the merge first waits for every shard's result to appear (the merge
+Job of tunebench kube starts with the shards).
 
 Exit codes: 4 when the merged run's status is errors, 5 when its cross-check
 failed.`,
@@ -40,7 +44,13 @@ failed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			extras := s.Registry.Extras()
-			groups, err := merge.Collect(ctx, args, extras)
+			var groups []*merge.Group
+			var err error
+			if wait > 0 {
+				groups, err = merge.Await(ctx, args, key, wait, extras, func(msg string) { s.eprintf("%s\n", msg) })
+			} else {
+				groups, err = merge.Collect(ctx, args, extras)
+			}
 			if err != nil {
 				return err
 			}
@@ -105,6 +115,7 @@ failed.`,
 	}
 	rf.add(cmd.Flags())
 	cmd.Flags().StringVar(&key, "key", "", "merge the shards that met under this rendezvous key (default: the newest sharded run in the sources)")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for every shard's result to appear in the sources (a merge step started with the shards), then merge those there are")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "also write the merged run's summary as JSON to this file")
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -49,7 +50,14 @@ type Plan struct {
 	Spread bool
 	// Rendezvous is the key the shards meet under; unique per run.
 	Rendezvous string
+	// MergeWait is how long the merge Job (written with a Claim) waits
+	// for every shard's result before it merges those there are.
+	MergeWait string
 }
+
+// DefaultMergeWait is how long the merge Job waits for the shards by
+// default: a long run's length, and its wait at the rendezvous.
+const DefaultMergeWait = "6h"
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -68,6 +76,8 @@ func (p *Plan) Check() error {
 		return errs.Usage("put the password in a Secret and give --password-secret", "refusing a password inside --dsn")
 	case p.Secret == "":
 		return errs.Usage("give --password-secret NAME (kubectl create secret generic NAME --from-literal=password=...)", "no --password-secret")
+	case p.MergeWait != "" && !validWait(p.MergeWait):
+		return errs.Usage("give --merge-wait a duration such as 90m or 6h", "bad --merge-wait %q", p.MergeWait)
 	case len(p.RunArgs) < 2 || p.RunArgs[0] != "run":
 		return errs.Usage("give the run after --: tunebench kube ... -- run tpcb -c 32 -T 10m", "no run arguments")
 	}
@@ -85,12 +95,20 @@ func (p *Plan) Manifests() ([]byte, error) {
 		docs = append(docs, p.loadJob())
 	}
 	docs = append(docs, p.shardJob())
+	if p.Claim != "" {
+		docs = append(docs, p.mergeJob())
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# tunebench kube: %d shards of `tunebench %s`, Kubernetes %s or later.\n", p.Shards, strings.Join(p.RunArgs, " "), MinVersion)
 	if len(p.LoadArgs) > 0 {
 		fmt.Fprintf(&b, "# Apply the load Job first and wait for it: kubectl wait --for=condition=complete job/%s-load\n", p.Name)
 	}
 	b.WriteString("# Then the shards; each stores its own part (docs/scale-out.md).\n")
+	if p.Claim != "" {
+		fmt.Fprintf(&b, "# %s-merge waits for every shard's result on the claim (at most %s), then merges them into\n# /results/merged/results.db: kubectl logs -f job/%s-merge\n", p.Name, p.mergeWait(), p.Name)
+	} else {
+		b.WriteString("# Without --claim the shards' results stay in their pods: no merge Job.\n")
+	}
 	for _, d := range docs {
 		b.WriteString("---\n")
 		enc := yaml.NewEncoder(&b)
@@ -129,8 +147,44 @@ func (p *Plan) container(args []string, shard bool) Container {
 			m.SubPathExpr = "shard-$(JOB_COMPLETION_INDEX)"
 		}
 		c.VolumeMounts = append(c.VolumeMounts, m)
+		// The Job controller sets it too; declared here, subPathExpr's
+		// use of it does not depend on that.
+		c.Env = append(c.Env, EnvVar{Name: "JOB_COMPLETION_INDEX", ValueFrom: &EnvVarSource{FieldRef: &ObjectFieldSelector{
+			FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}})
 	}
 	return c
+}
+
+func validWait(s string) bool {
+	d, err := time.ParseDuration(s)
+	return err == nil && d > 0
+}
+
+func (p *Plan) mergeWait() string {
+	if p.MergeWait == "" {
+		return DefaultMergeWait
+	}
+	return p.MergeWait
+}
+
+// MergeArgs are the merge Job's tunebench arguments, its claim mounted
+// on /results.
+func (p *Plan) MergeArgs() []string {
+	return []string{"results", "merge", "/results", "--key", p.Rendezvous, "--wait", p.mergeWait(),
+		"--results", "/results/merged/results.db", "--json", "/results/merged/run.json"}
+}
+
+// mergeJob reads the whole claim (every shard's directory) and merges
+// the shards once they have all stored their results, or when the wait
+// is over (a shard that failed or never ran is then named missing).
+func (p *Plan) mergeJob() Job {
+	c := p.container(p.MergeArgs(), false)
+	c.Env = nil // it reads files; no database
+	c.VolumeMounts = append(c.VolumeMounts, VolumeMount{Name: "results", MountPath: "/results"})
+	s := p.podSpec(c, false)
+	s.Volumes = append(s.Volumes, Volume{Name: "results", PersistentVolumeClaim: &PersistentVolumeClaimVolumeSource{ClaimName: p.Claim}})
+	return Job{APIVersion: "batch/v1", Kind: "Job", Metadata: p.meta(p.Name + "-merge"),
+		Spec: JobSpec{BackoffLimit: new(int32(0)), Template: PodTemplateSpec{Metadata: p.labels(), Spec: s}}}
 }
 
 func (p *Plan) podSpec(c Container, shard bool) PodSpec {

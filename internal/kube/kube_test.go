@@ -74,7 +74,7 @@ func TestManifestsValidate(t *testing.T) {
 	}
 	for _, v := range []string{"1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37"} {
 		out, err := exec.Command(kv, "--strict", "-k", v+".0", file).CombinedOutput()
-		if err != nil || strings.Count(string(out), "passed for resource") != 2 {
+		if err != nil || strings.Count(string(out), "passed for resource") != 3 {
 			t.Errorf("Kubernetes %s: %v\n%s", v, err, out)
 		}
 	}
@@ -90,6 +90,7 @@ func TestPlanCheck(t *testing.T) {
 		"refusing a password inside --dsn": func(p *Plan) { p.DSN += " password=x" },
 		"no --password-secret":             func(p *Plan) { p.Secret = "" },
 		"no run arguments":                 func(p *Plan) { p.RunArgs = []string{"load", "tpcb"} },
+		"bad --merge-wait":                 func(p *Plan) { p.MergeWait = "soon" },
 	} {
 		p := samplePlan()
 		change(p)

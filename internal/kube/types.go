@@ -62,7 +62,12 @@ type EnvVar struct {
 }
 
 type EnvVarSource struct {
-	SecretKeyRef *SecretKeySelector `yaml:"secretKeyRef,omitempty"`
+	SecretKeyRef *SecretKeySelector   `yaml:"secretKeyRef,omitempty"`
+	FieldRef     *ObjectFieldSelector `yaml:"fieldRef,omitempty"`
+}
+
+type ObjectFieldSelector struct {
+	FieldPath string `yaml:"fieldPath"`
 }
 
 type SecretKeySelector struct {

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
@@ -356,8 +358,10 @@ type bin struct {
 	active                 int
 	queue                  int64
 	phase                  string
+	latEnc, lagEnc         [][]byte // the shards' interval histograms, encoded
 	lat, lag               *metrics.Hist
 	latMissing, lagMissing bool
+	where                  string // for an error: a shard and interval of the bin
 }
 
 // series merges the shards' interval series: each shard's intervals,
@@ -416,19 +420,16 @@ func (m *merger) series() ([]run.Tick, error) {
 			counts[k] += c
 			if c > 0 {
 				if enc, ok := lat[t]; ok {
-					if err := mergeInto(&b.lat, enc); err != nil {
-						return nil, fmt.Errorf("%s: interval %g s: %w", p.Where, t, err)
-					}
+					b.latEnc = append(b.latEnc, enc)
 				} else {
 					b.latMissing = true
 				}
 				if enc, ok := lag[t]; ok {
-					if err := mergeInto(&b.lag, enc); err != nil {
-						return nil, fmt.Errorf("%s: interval %g s: %w", p.Where, t, err)
-					}
+					b.lagEnc = append(b.lagEnc, enc)
 				} else if _, open := byT["schedule_lag_p99_ms"]; open {
 					b.lagMissing = true
 				}
+				b.where = fmt.Sprintf("%s: interval %g s", p.Where, t)
 			}
 		}
 		for k, sp := range spans {
@@ -442,6 +443,9 @@ func (m *merger) series() ([]run.Tick, error) {
 		keys = append(keys, k)
 	}
 	sort.Ints(keys)
+	if err := decodeBins(bins, keys); err != nil {
+		return nil, err
+	}
 	out := make([]run.Tick, 0, len(keys))
 	missing := 0
 	for _, k := range keys {
@@ -477,6 +481,50 @@ func phaseOf(t float64) string {
 		return run.PhaseWarmup
 	}
 	return run.PhaseMeasure
+}
+
+// decodeBins merges each bin's interval histograms, the bins spread over
+// the machine's cores (decoding is most of a long run's merge).
+func decodeBins(bins map[int]*bin, keys []int) error {
+	work := make(chan *bin)
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				err := func() error {
+					for _, enc := range b.latEnc {
+						if err := mergeInto(&b.lat, enc); err != nil {
+							return err
+						}
+					}
+					for _, enc := range b.lagEnc {
+						if err := mergeInto(&b.lag, enc); err != nil {
+							return err
+						}
+					}
+					return nil
+				}()
+				b.latEnc, b.lagEnc = nil, nil
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("%s: %w", b.where, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, k := range keys {
+		work <- bins[k]
+	}
+	close(work)
+	wg.Wait()
+	return first
 }
 
 func mergeInto(dst **metrics.Hist, enc []byte) error {

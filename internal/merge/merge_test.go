@@ -22,6 +22,15 @@ import (
 	"github.com/tunebench/tunebench/internal/workload/tpcb"
 )
 
+// samplerSeries is how many series of the samplers a synthetic shard
+// stores besides the executor's (a real run has 40 to 60: sys.*, net.*,
+// driver.*, and on shard 0 pg.*, disk.*, server.*).
+var samplerSeries = 0
+
+// perTick is how many latencies a synthetic shard records an interval
+// (50 to 150 by default).
+var perTick = 0
+
 // shardSpec is one synthetic shard: its machine's clock against the
 // server's, when its window opened on the server's clock (after the
 // common base), and how long it measured.
@@ -61,6 +70,9 @@ func writeShards(t *testing.T, dir, key string, specs []shardSpec, seed uint64) 
 		for s := 1; s <= sp.seconds; s++ {
 			iv := metrics.NewHist()
 			n := 50 + rng.IntN(100)
+			if perTick > 0 {
+				n = perTick
+			}
 			for range n {
 				// Log-normal around 2 ms with a tail to a second.
 				d := time.Duration(math.Exp(rng.NormFloat64()*0.9+math.Log(2000)) * float64(time.Microsecond))
@@ -89,6 +101,12 @@ func writeShards(t *testing.T, dir, key string, specs []shardSpec, seed uint64) 
 		hists, err := results.RunHistograms(res)
 		if err != nil {
 			t.Fatal(err)
+		}
+		pts := append(results.RunSeries(res), store.Point{Series: "pg.tps", T: 1, V: float64(i)})
+		for k := range samplerSeries {
+			for s := 1; s <= sp.seconds; s++ {
+				pts = append(pts, store.Point{Series: fmt.Sprintf("sys.s%d", k), T: float64(s), V: rng.Float64()})
+			}
 		}
 		path := filepath.Join(dir, fmt.Sprintf("shard-%d", i), "results.db")
 		st, err := store.Open(ctx, path)
@@ -260,5 +278,52 @@ func TestMergeConflict(t *testing.T) {
 	_, _, err = merge.Pick(nil, "", []string{a})
 	if err == nil || !strings.Contains(err.Error(), "no shard runs") {
 		t.Errorf("no shards: %v", err)
+	}
+}
+
+// BenchmarkMerge8Shards1h merges 8 shards of a one-hour run with 1-second
+// intervals (500 latencies an interval each, 40 sampler series) read from
+// their stores, and stores the merged run: `make bench-merge`.
+func BenchmarkMerge8Shards1h(b *testing.B) {
+	t := &testing.T{}
+	dir := b.TempDir()
+	samplerSeries, perTick = 40, 500
+	defer func() { samplerSeries, perTick = 0, 0 }()
+	specs := make([]shardSpec, 8)
+	for i := range specs {
+		specs[i] = shardSpec{offsetMs: float64(i) * 3, lateMs: float64(i) * 0.1, seconds: 3600}
+	}
+	t0 := time.Now()
+	writeShards(t, dir, "hour", specs, 9)
+	if t.Failed() {
+		b.Fatal("writing the shards failed")
+	}
+	b.Logf("8 shard stores written in %.1f s", time.Since(t0).Seconds())
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		groups, err := merge.Collect(ctx, []string{dir}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		g, _, err := merge.Pick(groups, "hour", []string{dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := merge.Merge(g, tpcb.Workload{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := store.Open(ctx, filepath.Join(b.TempDir(), "merged.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := results.Save(ctx, st, m.Record); err != nil {
+			b.Fatal(err)
+		}
+		st.Close()
+		if m.Record.Summary.Status != store.StatusOK || len(m.Record.Series) < 3600*8 {
+			b.Fatalf("merged: %s, %d points", m.Record.Summary.Status, len(m.Record.Series))
+		}
 	}
 }

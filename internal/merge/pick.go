@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/results"
@@ -68,4 +69,61 @@ func Existing(ctx context.Context, st *store.Store, g *Group, extras results.Ext
 		}
 	}
 	return 0, nil
+}
+
+// pollEvery is how often Await looks at the sources again.
+var pollEvery = 5 * time.Second
+
+// Await collects the sources until the group under key (without a key,
+// the newest) has every shard's result, or until wait is over; then it
+// returns what there is (a shard still missing is the merge's to name).
+// note says, when it changes, how many shards it has and which it waits
+// for. Sources that do not exist yet (a volume's directory before the
+// first shard wrote to it) are waited for too.
+func Await(ctx context.Context, sources []string, key string, wait time.Duration, extras results.ExtraFunc, note func(string)) ([]*Group, error) {
+	deadline := time.Now().Add(wait)
+	last := ""
+	for {
+		groups, err := Collect(ctx, sources, extras)
+		var g *Group
+		if err == nil {
+			g, _, _ = Pick(groups, key, sources)
+		} else if errs.KindOf(err) != errs.KindUsage {
+			return nil, err
+		}
+		if g != nil && len(g.Missing()) == 0 {
+			return groups, nil
+		}
+		over := !time.Now().Before(deadline)
+		if over {
+			if err != nil {
+				return nil, err
+			}
+			return groups, nil
+		}
+		msg := "waiting for the shards' results in " + strings.Join(sources, ", ")
+		if g != nil {
+			msg = fmt.Sprintf("waiting for shards %v of %s (until %s)", g.Missing(), g.Label(), deadline.UTC().Format("15:04:05"))
+		}
+		if msg != last {
+			note(msg)
+			last = msg
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(pollEvery, time.Until(deadline))):
+		}
+	}
+}
+
+// Missing are the indexes of the shards without a result.
+func (g *Group) Missing() []int {
+	var out []int
+	for i, p := range g.Parts {
+		if p == nil {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -242,6 +242,18 @@ func Encode(h *Hist) ([]byte, error) {
 	return b, nil
 }
 
+// topIndex is the index of MaxMicros's bucket in a histogram's counts.
+var topIndex = func() int {
+	h := newHDR()
+	_ = h.RecordValue(MaxMicros)
+	for i, c := range h.Export().Counts {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
+}()
+
 // Decode parses a V2 compressed histogram. The result always has the package
 // geometry: a histogram written with another geometry is re-recorded into it
 // (values above MaxMicros are clamped and counted as overflow). Because
@@ -254,11 +266,12 @@ func Decode(b []byte) (*Hist, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: decode histogram: %w", err)
 	}
-	out := NewHist()
+	var out *Hist
 	if dh.LowestTrackableValue() == MinMicros && dh.HighestTrackableValue() == MaxMicros &&
 		dh.SignificantFigures() == SigFigs {
-		out.h = dh
+		out = &Hist{h: dh}
 	} else {
+		out = NewHist()
 		for _, bar := range dh.Distribution() {
 			if bar.Count > 0 {
 				v, _ := clampMicros(bar.From)
@@ -266,12 +279,10 @@ func Decode(b []byte) (*Hist, error) {
 			}
 		}
 	}
-	if out.Count() > 0 && out.h.Max() >= MaxMicros {
-		for _, bar := range out.h.Distribution() {
-			if bar.Count > 0 && bar.To >= MaxMicros {
-				out.overflow += bar.Count
-			}
-		}
+	// The count of MaxMicros's bucket is the overflow, read at its index
+	// (walking every bucket for the maximum cost ten times as much).
+	if c := out.h.Export().Counts; topIndex >= 0 && topIndex < len(c) {
+		out.overflow = c[topIndex]
 	}
 	return out, nil
 }
