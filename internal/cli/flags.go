@@ -140,11 +140,14 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 		fs.BoolVar(&rf.noSamplers, "no-samplers", false, "do not record system, PostgreSQL and driver metrics (docs/metrics.md)")
 		addHostFlags(fs, &rf.hosts)
 	}
-	if _, ok := w.Options().Phase(option.PhaseRun).ByRole(option.RoleWorkers); ok {
+	_, executed := w.Options().Phase(option.PhaseRun).ByRole(option.RoleWorkers)
+	if _, sharder := w.(workload.Sharder); executed || sharder {
 		fs.StringVar(&rf.rendezvous, "rendezvous", "", "with --shard: meet the other shards in the database under this key (the same for every shard of the run; default $"+envRendezvous+") and start together")
 		rf.rzTimeout = 10 * time.Minute
 		fs.Var(option.DurationFlag{P: &rf.rzTimeout}, "rendezvous-timeout", "how long a shard waits at the rendezvous for the others")
 		fs.StringVar(&rf.shard, "shard", "", "run shard i of N of a run split over N drivers (0 <= i < N; default $"+workload.EnvShard+"); N alone takes i from $"+workload.EnvJobIndex+" (a Kubernetes Indexed Job)")
+	}
+	if executed {
 		rf.progress = time.Second
 		fs.VarP(option.DurationFlag{P: &rf.progress}, "progress", "P", "progress line interval (0 = none)")
 		fs.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the driver to this file (for tuning tunebench itself)")

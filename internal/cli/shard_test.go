@@ -300,3 +300,66 @@ func TestShardKilled(t *testing.T) {
 		t.Errorf("merged run: %s", b)
 	}
 }
+
+// TestTPCHShards: the throughput test's streams split over two shards
+// (streams 1-2 and the refresh stream on shard 0, stream 3 on shard 1)
+// that meet at the database; the merge has every stream's 22 queries,
+// the refresh stream's three pairs, and Throughput@Size over the span of
+// both. The power test is not sharded.
+func TestTPCHShards(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := testutil.CreateDB(t, srv)
+	h.must(0, "load", "tpch", "--server-dir", srv.Dir(), "-d", db, "--scale", "0.01", "--load-workers", "2")
+	resDB := tempPath(t, "results.db")
+	r := h.must(2, "run", "tpch", "--server-dir", srv.Dir(), "-d", db, "--test", "power", "--shard", "0/2", "--results", resDB)
+	if !strings.Contains(r.stderr, "only tpch's throughput test can be sharded") {
+		t.Errorf("a sharded power test:\n%s", r)
+	}
+	var runs []*running
+	for i := 0; i < 2; i++ {
+		runs = append(runs, h.start(nil, "run", "tpch", "--server-dir", srv.Dir(), "-d", db, "--test", "throughput", "--streams", "3", "--seed", "5",
+			"--shard", strconv.Itoa(i)+"/2", "--rendezvous", "tpch", "--results", resDB))
+	}
+	for i, rn := range runs {
+		r := rn.wait(t, 3*time.Minute)
+		want := []string{"shard 0/2: query streams 1-2 of 3, and the refresh stream (3 pairs)", "shard 1/2: query streams 3-3 of 3"}[i]
+		if r.code != 0 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("shard %d (want %q): exit %d\n%s", i, want, r.code, r)
+		}
+	}
+	js := tempPath(t, "merged.json")
+	r = h.must(0, "results", "merge", resDB, "--results", tempPath(t, "merged.db"), "--json", js)
+	var merged struct {
+		Status     string  `json:"status"`
+		Streams    int     `json:"streams"`
+		Throughput float64 `json:"throughput"`
+		Ts         float64 `json:"throughput_s"`
+		Queries    []struct {
+			Stream int
+			Status string
+		} `json:"queries"`
+		Refreshes []struct{ Function string } `json:"refreshes"`
+		Merge     results.Merge
+	}
+	b, _ := os.ReadFile(js)
+	if err := json.Unmarshal(b, &merged); err != nil {
+		t.Fatal(err)
+	}
+	streams := map[int]int{}
+	for _, q := range merged.Queries {
+		if q.Status == "ok" {
+			streams[q.Stream]++
+		}
+	}
+	if merged.Status != "ok" || merged.Streams != 3 || merged.Throughput <= 0 || len(merged.Refreshes) != 6 ||
+		streams[1] != 22 || streams[2] != 22 || streams[3] != 22 || merged.Merge.MinOverlapPct < 99 {
+		t.Errorf("merged tpch (streams %v):\n%s\n%s", streams, r, b)
+	}
+	// Throughput@Size is the whole test's: 3 streams x 22 queries x 3600
+	// / Ts x SF.
+	if want := 3 * 22 * 3600 / merged.Ts * 0.01; math.Abs(merged.Throughput-want) > want*1e-9 {
+		t.Errorf("throughput %v, want %v from Ts %v", merged.Throughput, want, merged.Ts)
+	}
+}

@@ -155,6 +155,7 @@ func Run(ctx context.Context, req *Request) (*results.Summary, error) {
 		Getenv: req.Getenv, LookupEnv: req.LookupEnv, Note: req.note, Stdout: req.Stdout, Stderr: req.Stderr}
 	if req.Shard != nil {
 		env.Shard, env.Unsharded = workload.Shard{Index: req.Shard.Index, Count: req.Shard.Count}, req.Unsharded
+		env.Ready = req.Barrier
 	}
 	sum, err := runOnce(ctx, req, env)
 	if req.Live != nil {
@@ -362,9 +363,6 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 	// A workload that speaks to the database gets the run's settings and
 	// the samplers, as the executor's runs do; one without (storage,
 	// fsblog) measures on its own.
-	if req.Barrier != nil {
-		return nil, errs.Usage("run it unsharded", "%s measures itself: its shards cannot wait for each other (--rendezvous)", req.Workload.Meta().Name)
-	}
 	onDB := req.Target != nil && len(req.Workload.Meta().Dialects) > 0
 	var applied map[string]string
 	if onDB {

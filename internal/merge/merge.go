@@ -52,8 +52,9 @@ func Merge(g *Group, w workload.Workload) (*Merged, error) {
 		return nil, errs.Usage("", "no shard of %s has a result to merge", g.Label())
 	}
 	first := present[0]
-	if first.Run.Summary.Measured == nil {
-		return nil, errs.Usage("run it unsharded", "%s measures itself: its shards' results cannot be merged", g.Workload)
+	sm, merges := w.(workload.ShardMerger)
+	if first.Run.Summary.Measured == nil && !merges {
+		return nil, errs.Usage("run it unsharded", "%s measures itself, and this tunebench cannot merge its shards' results", g.Workload)
 	}
 	m := &merger{g: g, present: present, info: &results.Merge{Key: g.Key, Count: g.Count}}
 	m.window()
@@ -67,9 +68,11 @@ func Merge(g *Group, w workload.Workload) (*Merged, error) {
 		return nil, err
 	}
 	res.Series = ticks
-	sum.Measured.LatencyMs = results.LatencyOf(res.Latency)
-	if ol := sum.OpenLoop; ol != nil {
-		ol.ScheduleLagMs, ol.ServiceMs = results.LatencyOf(res.Lag), results.LatencyOf(res.Service)
+	if mm := sum.Measured; mm != nil {
+		mm.LatencyMs = results.LatencyOf(res.Latency)
+		if ol := mm.OpenLoop; ol != nil {
+			ol.ScheduleLagMs, ol.ServiceMs = results.LatencyOf(res.Lag), results.LatencyOf(res.Service)
+		}
 	}
 
 	out := &Merged{}
@@ -80,7 +83,7 @@ func Merge(g *Group, w workload.Workload) (*Merged, error) {
 		}
 	}
 	var v *workload.Verdict
-	if sm, ok := w.(workload.ShardMerger); ok {
+	if merges {
 		v, err = sm.MergeShards(&workload.MergeInput{Parts: parts, Met: g.Key != "", Result: res, Summary: sum})
 		if err != nil {
 			return nil, err
@@ -153,17 +156,41 @@ func (m *merger) window() {
 		s := p.Run.Summary
 		sh := p.Shard()
 		ms := results.MergedShard{Index: i, Source: p.Path, RunID: p.RunID, Part: sh.Part, Status: s.Status,
-			Start: measureStart(p).UTC(), DurationS: s.DurationS, ClockOffsetMs: sh.ClockOffsetMs, RoundTripMs: sh.RoundTripMs,
-			Transactions: s.Transactions, TPS: s.TPS, Hosts: s.Hosts}
+			Start: measureStart(p).UTC(), DurationS: measureEnd(p).Sub(measureStart(p)).Seconds(), ClockOffsetMs: sh.ClockOffsetMs, RoundTripMs: sh.RoundTripMs,
+			Hosts: s.Hosts}
+		if s.Measured != nil {
+			ms.Transactions, ms.TPS = s.Transactions, s.TPS
+		}
 		if p.Run.Env != nil {
 			ms.Machine = p.Run.Env.Host.Hostname
 		}
-		if s.DurationS > 0 {
-			ms.OverlapPct = 100 * math.Min(1, common/s.DurationS)
+		switch {
+		case s.Measured == nil:
+			// A run that measures itself ends when its own work does
+			// (tpch's streams): its window is held to its start alone,
+			// late by at most the same share of the whole span.
+			span := m.span().Seconds()
+			ms.OverlapPct = 100
+			if span > 0 {
+				ms.OverlapPct = 100 * (1 - measureStart(p).Sub(m.t0).Seconds()/span)
+			}
+		case ms.DurationS > 0:
+			ms.OverlapPct = 100 * math.Min(1, common/ms.DurationS)
 		}
 		m.info.MinOverlapPct = math.Min(m.info.MinOverlapPct, ms.OverlapPct)
 		m.info.Shards = append(m.info.Shards, ms)
 	}
+}
+
+// span is from the first shard's start to the last one's end.
+func (m *merger) span() time.Duration {
+	var end time.Time
+	for _, p := range m.present {
+		if e := measureEnd(p); e.After(end) {
+			end = e
+		}
+	}
+	return end.Sub(m.t0)
 }
 
 // summary is the merged run's summary: shard 0's (or the first present
@@ -172,6 +199,19 @@ func (m *merger) window() {
 func (m *merger) summary() *results.Summary {
 	first := m.present[0].Run.Summary
 	sum := &results.Summary{SchemaVersion: results.SchemaVersion, Workload: first.Workload, NotMeasured: first.NotMeasured}
+	sum.Hosts = first.Hosts
+	if first.Measured == nil { // a workload that measures itself: its merge is its own
+		for i, p := range m.present {
+			st, en := p.Run.Summary.StartedAt.Add(offset(p)), p.Run.Summary.EndedAt.Add(offset(p))
+			if i == 0 || st.Before(sum.StartedAt) {
+				sum.StartedAt = st
+			}
+			if en.After(sum.EndedAt) {
+				sum.EndedAt = en
+			}
+		}
+		return sum
+	}
 	fm := *first.Measured
 	mm := &fm
 	sum.Measured = mm
@@ -245,7 +285,6 @@ func (m *merger) summary() *results.Summary {
 	if mm.OpenLoop != nil {
 		m.info.Notes = append(m.info.Notes, "open_loop.dispatch_delay_ms is the worst shard's (it is not kept as a histogram); max_queue_depth is the sum of the shards' maxima")
 	}
-	sum.Hosts = m.present[0].Run.Summary.Hosts
 	if m.g.Parts[0] == nil {
 		m.info.Notes = append(m.info.Notes, "shard 0 is missing: the database and its host were not measured (only shard 0 samples them)")
 		sum.NotMeasured = map[string]string{results.NotMeasuredServerHost: "not measured: shard 0, which measures the server, is missing"}
@@ -294,7 +333,7 @@ func (m *merger) executor() (*run.Result, error) {
 		return a.class < b.class
 	})
 	first := m.present[0].Run.Summary
-	res := &run.Result{OpenLoop: first.OpenLoop != nil, Latency: metrics.NewHist(), Totals: map[step.OutcomeClass]int64{}}
+	res := &run.Result{OpenLoop: first.Measured != nil && first.OpenLoop != nil, Latency: metrics.NewHist(), Totals: map[step.OutcomeClass]int64{}}
 	if res.OpenLoop {
 		res.Service, res.Lag = metrics.NewHist(), metrics.NewHist()
 	}
@@ -336,6 +375,9 @@ func (m *merger) executor() (*run.Result, error) {
 	}
 	for _, p := range m.present {
 		x := p.Run.Summary.Measured
+		if x == nil {
+			continue
+		}
 		res.Committed += x.Transactions
 		res.Errors += x.Errors
 		res.Workers += x.Clients
@@ -618,9 +660,11 @@ func (m *merger) params() json.RawMessage {
 	}
 	var clients float64
 	for _, p := range m.present {
-		clients += float64(p.Run.Summary.Clients)
+		if x := p.Run.Summary.Measured; x != nil {
+			clients += float64(x.Clients)
+		}
 	}
-	if _, ok := obj["clients"]; ok {
+	if _, ok := obj["clients"]; ok && clients > 0 {
 		obj["clients"] = clients
 	}
 	obj["shards"] = m.g.Count

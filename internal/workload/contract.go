@@ -170,6 +170,10 @@ type RunEnv struct {
 	// workload that places its part in the whole (tpcc's terminals).
 	Shard     Shard
 	Unsharded option.Values
+	// Ready, for a shard that measures itself (a Measurer: tpch), is
+	// called once its sessions are connected and before it measures: the
+	// shards wait there for each other (--rendezvous). Nil otherwise.
+	Ready func(ctx context.Context) error
 }
 
 // Run is one prepared run. It is one of Transactions (measured by the

@@ -41,6 +41,13 @@ type tpchRun struct {
 	t    *pgt.Target
 	p    params
 	meta meta
+	// firstStream is the number of the run's first throughput stream (1,
+	// or a shard's first of the whole run's), refreshPairs how many RF1
+	// and RF2 pairs its refresh stream runs (the whole run's streams).
+	firstStream, refreshPairs int
+	// windowStart is when a shard's throughput test started, after the
+	// shards met: the start of the window it measured.
+	windowStart time.Time
 }
 
 // NewRun checks that the data is loaded and fits the run.
@@ -89,6 +96,9 @@ func (Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run,
 		}
 		if p.Test != TestPower {
 			pairs += int64(p.Streams)
+			if env.Shard.On() {
+				pairs = env.Unsharded.Int("streams") // shard 0's refresh stream, for every shard's streams
+			}
 		}
 		base := dbgen.Units(dbgen.Orders, p.Scale)
 		if (m.NextDelete-1+pairs)*dbgen.RefreshOrders(p.Scale) > base {
@@ -106,7 +116,15 @@ func (Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run,
 				"%d query streams need %d connections; the server allows %d and %d are in use", p.Streams, need, maxConn, used)
 		}
 	}
-	return &tpchRun{env: env, t: t, p: p, meta: m}, nil
+	r := &tpchRun{env: env, t: t, p: p, meta: m, firstStream: 1, refreshPairs: p.Streams}
+	if env.Shard.On() {
+		// Its part of the whole run's streams, numbered as in the whole
+		// run; shard 0 runs the refresh stream's pairs for all of them.
+		total := env.Unsharded.Int("streams")
+		r.firstStream = int(env.Shard.Offset(total)) + 1
+		r.refreshPairs = int(total)
+	}
+	return r, nil
 }
 
 func scalesText() string {
@@ -268,6 +286,9 @@ func (r *tpchRun) Measure(ctx context.Context) (*workload.Measured, error) {
 	env := r.t.Env(ctx, r.env.Version)
 	res := &result{hists: map[string]*metrics.Hist{}}
 	x := &Summary{Scale: p.Scale, Test: p.Test, Streams: p.Streams, Seed: p.Seed, Refresh: p.Refresh}
+	if r.env.Shard.On() {
+		x.StreamsOfRun = r.refreshPairs
+	}
 	if p.Analyze {
 		note("tpch: analyze (not timed)")
 		if err := parallel(ctx, r.t.Connect, 2, analyzeDDL()); err != nil {
@@ -302,6 +323,9 @@ func (r *tpchRun) Measure(ctx context.Context) (*workload.Measured, error) {
 		note("tpch: %v; the test stopped there (the result is saved with status errors)", err)
 	}
 	x.fill(res)
+	if !r.windowStart.IsZero() {
+		start = r.windowStart
+	}
 	sum := &results.Summary{SchemaVersion: results.SchemaVersion, StartedAt: start.UTC(), EndedAt: ended.UTC(), Interrupted: interrupted, Extra: x}
 	switch {
 	case interrupted:
@@ -525,14 +549,28 @@ func (r *tpchRun) throughput(ctx context.Context, gen *dbgen.Generator, res *res
 		defer c.Close(context.WithoutCancel(ctx))
 		rconn = c
 	}
+	if r.env.Ready != nil {
+		// A shard: the shards start their streams together.
+		if err := r.env.Ready(ctx); err != nil {
+			return err
+		}
+	}
 	t0 := time.Now()
+	if r.env.Shard.On() {
+		// A shard's window is its throughput test: its queries' times
+		// are from its start, as the merge puts them on one axis.
+		r.windowStart = t0
+		for _, s := range sessions {
+			s.start = t0
+		}
+	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	for i, s := range sessions {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stream := i + 1
+			stream := r.firstStream + i
 			qs := qgen.Stream(r.p.Seed, stream, r.p.Scale)
 			for k, q := range qs {
 				qr, _ := s.run(ctx, stream, q)
@@ -548,7 +586,7 @@ func (r *tpchRun) throughput(ctx context.Context, gen *dbgen.Generator, res *res
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range S {
+			for range r.refreshPairs {
 				for _, fn := range []string{"RF1", "RF2"} {
 					if err := r.refresh(ctx, rconn, gen, res, refreshStream, fn); err != nil {
 						select {

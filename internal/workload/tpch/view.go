@@ -14,8 +14,11 @@ type Summary struct {
 	Scale   float64 `json:"scale_factor"`
 	Test    string  `json:"test"` // power, throughput, full or validate
 	Streams int     `json:"streams"`
-	Seed    int64   `json:"seed"`
-	Refresh bool    `json:"refresh"`
+	// StreamsOfRun is a shard's whole run's streams (it ran Streams of
+	// them); 0 for a whole run.
+	StreamsOfRun int   `json:"streams_of_run,omitempty"`
+	Seed         int64 `json:"seed"`
+	Refresh      bool  `json:"refresh"`
 	// The metrics (clause 5.4), when the tests they need completed: Power
 	// needs the power test with its refresh functions, Throughput the
 	// throughput test, QphH both. They are TPC-H-like, not audited.
@@ -45,7 +48,13 @@ type Summary struct {
 func (x *Summary) fill(res *result) {
 	x.Queries = append([]QueryRun(nil), res.queries...)
 	x.Refreshes, x.Validation, x.Plans = res.refresh, res.checks, res.plans
+	x.tally()
+}
+
+// tally counts the failures of the executions and derives the metrics.
+func (x *Summary) tally() {
 	sort.SliceStable(x.Queries, func(i, j int) bool { return x.Queries[i].Stream < x.Queries[j].Stream })
+	x.Errors, x.TimedOut, x.Failed = 0, 0, 0
 	for _, q := range x.Queries {
 		switch q.Status {
 		case statusError:
