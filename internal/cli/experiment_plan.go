@@ -19,6 +19,9 @@ func printPlan(s *State, p *experiment.Plan, todo func(int) bool, seedChosen boo
 	if w := len(p.Runs) - counted; w > 0 {
 		s.printf(" + %d warm-up runs", w)
 	}
+	if p.Shards > 1 {
+		s.printf(", each split over %d shards and merged", p.Shards)
+	}
 	s.printf("\n")
 	if p.Description != "" {
 		s.printf("  %s\n", p.Description)

@@ -363,3 +363,82 @@ func TestTPCHShards(t *testing.T) {
 		t.Errorf("throughput %v, want %v from Ts %v", merged.Throughput, want, merged.Ts)
 	}
 }
+
+// TestExperimentShards: an experiment file with shards: 2 runs each
+// configuration as two shards that meet at the database and stores one
+// merged run per plan entry, linked to the plan (the shards' own runs
+// under no experiment); a file whose runs cannot be split is refused
+// before anything starts.
+func TestExperimentShards(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	resDB := tempPath(t, "results.db")
+	db := strings.ReplaceAll(testutil.CreateDB(t, srv), "t_", "s_") // a unique name, not created
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if conn, err := srv.Connect(ctx); err == nil {
+			for _, n := range []string{db, db + "_template"} {
+				_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+n+" WITH (FORCE)")
+			}
+			conn.Close(ctx)
+		}
+	})
+	body := fmt.Sprintf(`name: it-shards
+target:
+  dsn: %q
+  database: %s
+workload:
+  name: tpcb
+  options: {scale: 1, duration: 2s}
+matrix:
+  settings: {random_page_cost: ["1.5", "2.5"]}
+  clients: [2, 3]
+shards: 2
+order: sequential
+`, srv.DSN(), db)
+	r := h.run("experiment", "run", writeExperiment(t, strings.ReplaceAll(body, "[2, 3]", "[1, 3]")), "--results", resDB)
+	if r.code != 2 || !strings.Contains(r.stderr, "2 shards need at least one of the 1 clients each") {
+		t.Fatalf("a run of 1 client over 2 shards:\n%s", r)
+	}
+	path := writeExperiment(t, body)
+	if r := h.must(0, "experiment", "run", path, "--dry-run", "--results", resDB); !strings.Contains(r.stdout, "each split over 2 shards and merged") {
+		t.Errorf("plan:\n%s", r)
+	}
+	r = h.run("experiment", "run", path, "--results", resDB)
+	if r.code != 0 {
+		t.Fatalf("want exit 0:\n%s", r)
+	}
+	_, links := expLinks(t, resDB, "it-shards")
+	if len(links) != 4 {
+		t.Fatalf("links %+v", links)
+	}
+	for _, l := range links {
+		run := getRun(t, resDB, l.RunID)
+		var sum struct {
+			Clients      int    `json:"clients"`
+			Transactions int64  `json:"transactions"`
+			Status       string `json:"status"`
+			Check        struct {
+				Passed bool
+				Detail string
+			} `json:"history_check"`
+			Merge results.Merge
+		}
+		if err := json.Unmarshal(run.Summary, &sum); err != nil {
+			t.Fatal(err)
+		}
+		if run.Experiment != "it-shards" || l.Status != store.StatusOK || sum.Status != "ok" || sum.Clients != int(l.XValue) ||
+			len(sum.Merge.Shards) != 2 || sum.Merge.Shards[0].Transactions+sum.Merge.Shards[1].Transactions != sum.Transactions ||
+			!sum.Check.Passed || sum.Merge.MinOverlapPct < 99 {
+			t.Errorf("run %d (%s, x %v): %s", l.RunID, l.Config, l.XValue, run.Summary)
+		}
+		for _, sh := range sum.Merge.Shards {
+			if part := getRun(t, resDB, sh.RunID); part.Experiment != "" {
+				t.Errorf("shard run %d is filed under experiment %q", sh.RunID, part.Experiment)
+			}
+		}
+	}
+	h.must(0, "report", "it-shards", "--results", resDB, "-o", tempPath(t, "report.html"))
+}

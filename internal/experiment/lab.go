@@ -333,6 +333,17 @@ func (l *Lab) Preflight(_ context.Context, p *Plan) error {
 	}
 	seenL, seenE := map[string]bool{}, map[string]bool{}
 	var problems []error
+	if n := l.Spec.Shards; n > 1 && l.Registry != nil && l.Spec.Workload != nil {
+		if w, ok := l.Registry.Get(l.Spec.Workload.Name); ok {
+			for i := range p.Runs {
+				o := w.Options().Phase(option.PhaseRun).Complete(option.Values(p.RunOptions(i)))
+				if _, _, err := workload.ShardOptions(w, workload.Shard{Count: n}, o); err != nil {
+					problems = append(problems, fmt.Errorf("shards: %d: run %d (%s): %w", n, i+1, p.DescribeRun(i), err))
+					break
+				}
+			}
+		}
+	}
 	for _, c := range p.Configs {
 		if name := c.Storage; name != "" && !seenL[name] {
 			seenL[name] = true
@@ -522,6 +533,9 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 				}
 			}, nil
 		}
+	}
+	if n := lt.lab.Spec.Shards; n > 1 {
+		return lt.runShards(ctx, req, r, o, link, n)
 	}
 	var lv *live.Run
 	if lt.lab.Live != nil {

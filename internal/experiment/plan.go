@@ -22,18 +22,21 @@ const DefaultLabel = "default"
 // Plan is an expanded experiment: its configurations and every run in
 // execution order. It is stored as JSON with the experiment.
 type Plan struct {
-	Version      int       `json:"version"`
-	Name         string    `json:"name"`
-	Description  string    `json:"description,omitempty"`
-	Workload     string    `json:"workload"`
-	Metric       string    `json:"metric"`
-	XAxis        string    `json:"x_axis"`
-	XValues      []float64 `json:"x_values"`
-	Seed         int64     `json:"seed"`
-	Order        string    `json:"order"`
-	Reset        string    `json:"reset"`
-	ResetEvery   string    `json:"reset_every,omitempty"`
-	Repetitions  int       `json:"repetitions"`
+	Version     int       `json:"version"`
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Workload    string    `json:"workload"`
+	Metric      string    `json:"metric"`
+	XAxis       string    `json:"x_axis"`
+	XValues     []float64 `json:"x_values"`
+	Seed        int64     `json:"seed"`
+	Order       string    `json:"order"`
+	Reset       string    `json:"reset"`
+	ResetEvery  string    `json:"reset_every,omitempty"`
+	Repetitions int       `json:"repetitions"`
+	// Shards splits each run over this many shards, merged into the run
+	// (the file's shards:); 0 for whole runs.
+	Shards       int       `json:"shards,omitempty"`
 	WarmupRuns   int       `json:"warmup_runs"`
 	CooldownS    float64   `json:"cooldown_s"`
 	TargetKind   string    `json:"target"` // "managed" or "dsn"
@@ -145,7 +148,7 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 	p := &Plan{
 		Version: PlanVersion, Name: s.Name, Description: s.Description, Workload: w.Name, Metric: w.Metric,
 		XAxis: s.XAxis, Seed: seed, Order: s.Order, Reset: s.Reset, ResetEvery: s.ResetEvery,
-		Repetitions: s.Repetitions, WarmupRuns: s.WarmupRuns, CooldownS: s.Cooldown.Seconds(),
+		Repetitions: s.Repetitions, Shards: s.Shards, WarmupRuns: s.WarmupRuns, CooldownS: s.Cooldown.Seconds(),
 		Database: s.Target.Database, BaseSettings: s.Target.Settings,
 		workload: w, spec: s, costs: DefaultCosts(), OptionNames: w.OptionNames(),
 	}

@@ -40,13 +40,16 @@ type Spec struct {
 	Envelopes   map[string]*envelope.Envelope
 	XAxis       string
 	Repetitions int
-	WarmupRuns  int
-	Order       string // OrderRandom, OrderSequential or OrderRounds
-	Seed        int64
-	SeedSet     bool   // seed was given in the file
-	Reset       string // ResetTemplate or ResetNone
-	ResetEvery  string // ResetEveryRun or ResetEveryConfiguration ("" with ResetNone)
-	Cooldown    time.Duration
+	// Shards splits every run over this many shards (--shard i/N) that
+	// meet at the database and are merged into the run (0 or 1: whole).
+	Shards     int
+	WarmupRuns int
+	Order      string // OrderRandom, OrderSequential or OrderRounds
+	Seed       int64
+	SeedSet    bool   // seed was given in the file
+	Reset      string // ResetTemplate or ResetNone
+	ResetEvery string // ResetEveryRun or ResetEveryConfiguration ("" with ResetNone)
+	Cooldown   time.Duration
 	// Baseline names the configuration comparisons are made against, as
 	// matrix dimension = value pairs (may be partial); empty = the first
 	// configuration.
@@ -164,7 +167,7 @@ var managedSettings = map[string]bool{
 	"data_directory": true, "config_file": true, "hba_file": true, "ident_file": true,
 }
 
-var topKeys = []string{"name", "description", "target", "workload", "matrix", "x_axis", "repetitions",
+var topKeys = []string{"name", "description", "target", "workload", "matrix", "x_axis", "repetitions", "shards",
 	"warmup_runs", "order", "seed", "reset", "reset_every", "cooldown", "baseline", "allow_unknown_settings", "layouts", "envelopes"}
 
 // Parse reads an experiment file. Every problem found is reported in one
@@ -211,6 +214,9 @@ func Parse(file string, src []byte, cat Catalog) (*Spec, error) {
 	}
 	if f, ok := top["repetitions"]; ok {
 		s.Repetitions = intField(f, p, 1, "repetitions must be 1 or more (each configuration and x value runs this many times)")
+	}
+	if f, ok := top["shards"]; ok {
+		s.Shards = intField(f, p, 1, "shards must be 1 or more (each run split over this many driver shards, merged into one run)")
 	}
 	if f, ok := top["warmup_runs"]; ok {
 		s.WarmupRuns = intField(f, p, 0, "warmup_runs must be 0 or more")
