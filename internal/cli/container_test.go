@@ -22,7 +22,10 @@ import (
 
 // podmanRun are the options podman 4.3 needs on these machines to start a
 // container (runc; crun fails on hybrid cgroups; rlimits it may set).
-var podmanRun = []string{"--runtime", "runc", "run", "--rm", "--network", "host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"}
+// podmanRun runs a container as the manifests' pods run: a read-only root
+// (podman mounts a tmpfs on /tmp, as the pods' emptyDir), the image's
+// user 65532.
+var podmanRun = []string{"--runtime", "runc", "run", "--rm", "--network", "host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--read-only"}
 
 // TestShardContainers: the image deploy/Containerfile makes (FROM scratch,
 // the static binary) runs three shards of a tpcb run as an Indexed Job's
@@ -77,13 +80,17 @@ func TestShardContainers(t *testing.T) {
 		t.Skipf("podman cannot run a container here: %v\n%s", err, out)
 	}
 
-	h := newHarness(t)
 	srv := pg.Server(t)
-	db := loadedDB(h, srv)
+	db := testutil.CreateDB(t, srv)
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", srv.Port(), db)
+	// The load Job's container: the data loaded once, before the shards.
+	load := append(append([]string{}, podmanRun...), "-e", "PGPASSWORD="+srv.Password(), image, "load", "tpcb", "--dsn", dsn, "--scale", "1")
+	if out, err := exec.Command(podman, load...).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("done in")) {
+		t.Fatalf("load container: %v\n%s", err, out)
+	}
 	conn := connectDB(t, srv, db)
 	history := func() int64 { return historyRows(t, conn) }
 	before := history()
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", srv.Port(), db)
 	const shards = 3
 	// One directory a shard on a "claim", as the Indexed Job's
 	// subPathExpr makes them; the merge container, started with the

@@ -191,6 +191,20 @@ func TestRendezvousTimeout(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "missing [1]") {
 		t.Errorf("a key used before counted the earlier run's shard:\n%s", r)
 	}
+	// Ctrl-C while waiting: an interruption (exit 130), nothing stored.
+	sig := make(chan os.Signal, 1)
+	resDB := tempPath(t, "results.db")
+	rn := h.start(sig, "run", "tpcb", "--server-dir", srv.Dir(), "-d", db, "-c", "2", "-T", "1s", "--shard", "0/2",
+		"--rendezvous", "waiting", "--results", resDB)
+	rn.waitStderr(t, "1 of 2 shards at the rendezvous", 30*time.Second)
+	sig <- os.Interrupt
+	r = rn.wait(t, 30*time.Second)
+	if r.code != 130 || !strings.Contains(r.stderr, "interrupted while waiting for the other shards") {
+		t.Errorf("interrupted at the rendezvous:\n%s", r)
+	}
+	if runs := listRuns(t, resDB); len(runs) != 0 {
+		t.Errorf("stored %d runs after an interrupt at the rendezvous", len(runs))
+	}
 }
 
 // TestTPCCShards: two tpcc shards (2 virtual users each of 4) meet at the

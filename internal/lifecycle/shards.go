@@ -51,7 +51,10 @@ func (m Meeting) Meet(ctx context.Context, t target.Target, rec *results.Shard) 
 		m.Note("shard %s: %d of %d shards at the rendezvous %q", sh, n, sh.Count, m.Key)
 	})
 	if err != nil {
-		if ctx.Err() == nil && jctx.Err() != nil {
+		if ctx.Err() != nil {
+			return interruptedAtBarrier(ctx)
+		}
+		if jctx.Err() != nil {
 			return errs.Wrap(errs.KindConnect, err, "start the missing shards, or a longer --rendezvous-timeout", "the rendezvous timed out after %s", m.Timeout)
 		}
 		return err
@@ -64,8 +67,14 @@ func (m Meeting) Meet(ctx context.Context, t target.Target, rec *results.Shard) 
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return interruptedAtBarrier(ctx)
 	case <-timer.C:
 		return nil
 	}
+}
+
+// interruptedAtBarrier is the error of a shard interrupted while it waited
+// for the others: nothing was measured (exit 130, as an interrupted run).
+func interruptedAtBarrier(ctx context.Context) error {
+	return errs.Wrap(errs.KindInterrupted, ctx.Err(), "", "interrupted while waiting for the other shards; nothing was measured or stored")
 }

@@ -67,9 +67,18 @@ func (t *Target) Join(ctx context.Context, key string, index, count int, joined 
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", rendezvousTable); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+rendezvousTable+
-			" (key text NOT NULL, shard int NOT NULL, shards int NOT NULL, joined timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (key, shard))"); err != nil {
+		// Made only when missing: CREATE TABLE IF NOT EXISTS checks the
+		// schema's CREATE privilege before it looks, and a role given the
+		// table without it would be refused.
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", rendezvousTable).Scan(&exists); err != nil {
 			return err
+		}
+		if !exists {
+			if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+rendezvousTable+
+				" (key text NOT NULL, shard int NOT NULL, shards int NOT NULL, joined timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (key, shard))"); err != nil {
+				return err
+			}
 		}
 		return tx.QueryRow(ctx, "INSERT INTO "+rendezvousTable+" (key, shard, shards) VALUES ($1, $2, $3)"+
 			" ON CONFLICT (key, shard) DO UPDATE SET shards = EXCLUDED.shards, joined = clock_timestamp() RETURNING joined",
