@@ -133,7 +133,8 @@ func TestImportRules(t *testing.T) {
 	}
 	// The layers that must not know a concrete workload or database.
 	generic := []string{"internal/cli", "internal/report", "internal/lifecycle", "internal/results", "internal/experiment",
-		"internal/store", "internal/run", "internal/metrics", "internal/target", "internal/workload", "internal/option", "internal/step", "internal/live"}
+		"internal/store", "internal/run", "internal/metrics", "internal/target", "internal/workload", "internal/option", "internal/step", "internal/live",
+		"internal/merge", "internal/kube"}
 	for _, dir := range sorted(keys(pkgs)) {
 		p := pkgs[dir]
 		for _, im := range sorted(p.imports) {
