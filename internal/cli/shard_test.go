@@ -167,7 +167,11 @@ func TestShardsAddUp(t *testing.T) {
 	if !strings.Contains(r.stdout, fmt.Sprintf("already merged: run %d", merged.RunID)) {
 		t.Errorf("a second merge:\n%s", r)
 	}
-	h.must(0, "report", strconv.FormatInt(merged.RunID, 10), "--results", resDB, "-o", tempPath(t, "report.html"))
+	html := tempPath(t, "report.html")
+	h.must(0, "report", strconv.FormatInt(merged.RunID, 10), "--results", resDB, "-o", html)
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "Driver shards") || !strings.Contains(string(b), "3, merged") {
+		t.Errorf("the report does not say the run was merged from 3 shards (%v)", err)
+	}
 }
 
 // TestRendezvousTimeout: a shard whose others never come gives up after

@@ -51,8 +51,10 @@ type Snapshot struct {
 	TakenAt  time.Time `json:"taken_at"`
 	Warnings []string  `json:"warnings,omitempty"` // what could not be collected, and why
 	// Shards, in a run merged from shards, are the environments of shards
-	// 1 to N-1 (this snapshot is shard 0's); a missing shard has none.
-	Shards []*Snapshot `json:"shards,omitempty"`
+	// 1 to N-1 (this snapshot is shard 0's, or when shard 0 is missing,
+	// Shard0Missing, the first present shard's); a missing shard has none.
+	Shards        []*Snapshot `json:"shards,omitempty"`
+	Shard0Missing bool        `json:"shard0_missing,omitempty"`
 }
 
 // SchemaVersion is the version of the shape s was written with: 1 for a

@@ -626,27 +626,32 @@ func (m *merger) otherSeries() []store.Point {
 	return out
 }
 
-// env is shard 0's environment (the first present shard's), holding the
-// other shards'.
+// env is shard 0's environment (when it is missing, the first present
+// shard's, marked so), holding shards 1 to N-1's (nil for a missing one).
 func (m *merger) env() (*envinfo.Snapshot, error) {
-	var base *envinfo.Snapshot
-	var others []*envinfo.Snapshot
-	for _, p := range m.g.Parts {
-		var e *envinfo.Snapshot
-		if p != nil && p.Run.Env != nil {
-			c := *p.Run.Env
-			e = &c
+	snap := func(p *Part) *envinfo.Snapshot {
+		if p == nil || p.Run.Env == nil {
+			return nil
 		}
-		if base == nil && e != nil {
-			base = e
-			continue
+		c := *p.Run.Env
+		return &c
+	}
+	base := snap(m.g.Parts[0])
+	if base == nil {
+		for _, p := range m.present {
+			if base = snap(p); base != nil {
+				base.Shard0Missing = true
+				break
+			}
 		}
-		others = append(others, e)
 	}
 	if base == nil {
 		return nil, nil
 	}
-	base.Shards = others
+	base.Shards = nil
+	for _, p := range m.g.Parts[1:] {
+		base.Shards = append(base.Shards, snap(p))
+	}
 	return base, nil
 }
 

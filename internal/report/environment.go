@@ -131,6 +131,29 @@ var envFields = []envField{
 	}},
 	{"Server", func(s *envinfo.Snapshot) string { return s.Server.Line() }},
 	{"Driver", func(s *envinfo.Snapshot) string { return driverLine(s, true) }},
+	{"Driver shards", shardsLine},
+}
+
+// shardsLine says on which machines a merged run's shards ran (the table
+// above is shard 0's); "" for a run that was not split.
+func shardsLine(s *envinfo.Snapshot) string {
+	if len(s.Shards) == 0 {
+		return ""
+	}
+	n := len(s.Shards) + 1
+	parts := []string{fmt.Sprintf("0/%d on %s", n, s.Host.Hostname)}
+	if s.Shard0Missing {
+		parts[0] = fmt.Sprintf("0/%d missing (the rows above are the first present shard's)", n)
+	}
+	for i, o := range s.Shards {
+		switch {
+		case o == nil:
+			parts = append(parts, fmt.Sprintf("%d/%d missing", i+1, n))
+		default:
+			parts = append(parts, fmt.Sprintf("%d/%d on %s", i+1, n, o.Host.Hostname))
+		}
+	}
+	return fmt.Sprintf("%d, merged (the rows above are shard 0's): %s", n, strings.Join(parts, ", "))
 }
 
 // driverLine is tunebench's and Go's versions, with GOMAXPROCS.
