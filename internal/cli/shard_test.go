@@ -442,6 +442,9 @@ order: sequential
 				Passed bool
 				Detail string
 			} `json:"history_check"`
+			Driver struct {
+				CPU float64 `json:"cpu_s"`
+			} `json:"driver"`
 			Merge results.Merge
 		}
 		if err := json.Unmarshal(run.Summary, &sum); err != nil {
@@ -453,8 +456,18 @@ order: sequential
 			t.Errorf("run %d (%s, x %v): %s", l.RunID, l.Config, l.XValue, run.Summary)
 		}
 		for _, sh := range sum.Merge.Shards {
-			if part := getRun(t, resDB, sh.RunID); part.Experiment != "" {
+			part := getRun(t, resDB, sh.RunID)
+			if part.Experiment != "" {
 				t.Errorf("shard run %d is filed under experiment %q", sh.RunID, part.Experiment)
+			}
+			// One process: the driver's CPU is shard 0's reading of it.
+			var ps struct {
+				Driver struct {
+					CPU float64 `json:"cpu_s"`
+				} `json:"driver"`
+			}
+			if sh.Index == 0 && (json.Unmarshal(part.Summary, &ps) != nil || ps.Driver.CPU != sum.Driver.CPU) {
+				t.Errorf("merged driver cpu_s %v, shard 0's %v", sum.Driver.CPU, ps.Driver.CPU)
 			}
 		}
 	}
