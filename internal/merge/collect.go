@@ -78,6 +78,7 @@ func Collect(ctx context.Context, sources []string, extras results.ExtraFunc) ([
 			"results merge needs the shards' results")
 	}
 	var files []string
+	found := map[string]bool{} // files a directory search found, not given
 	for _, src := range sources {
 		fi, err := os.Stat(src)
 		if err != nil {
@@ -87,7 +88,7 @@ func Collect(ctx context.Context, sources []string, extras results.ExtraFunc) ([
 			files = append(files, src)
 			continue
 		}
-		found := 0
+		n := 0
 		err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -97,14 +98,15 @@ func Collect(ctx context.Context, sources []string, extras results.ExtraFunc) ([
 			}
 			if k := kindOf(p); k != "" {
 				files = append(files, p)
-				found++
+				found[p] = true
+				n++
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, errs.Wrap(errs.KindUsage, err, "", "cannot read the directory %s", src)
 		}
-		if found == 0 {
+		if n == 0 {
 			return nil, errs.Usage("give the directory the shards wrote their results to (each shard's results.db)", "no results store or rescue file in %s", src)
 		}
 	}
@@ -117,6 +119,9 @@ func Collect(ctx context.Context, sources []string, extras results.ExtraFunc) ([
 		}
 		seen[abs] = true
 		ps, err := read(ctx, f, extras)
+		if err != nil && found[f] && errs.KindOf(err) == errs.KindUsage {
+			continue // another program's SQLite file beside the stores
+		}
 		if err != nil {
 			return nil, err
 		}

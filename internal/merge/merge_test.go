@@ -327,3 +327,25 @@ func BenchmarkMerge8Shards1h(b *testing.B) {
 		}
 	}
 }
+
+// TestCollectSkipsOtherFiles: in a directory, an SQLite file that is not a
+// results store and a run.json summary are passed over; given by name,
+// the SQLite file is refused.
+func TestCollectSkipsOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeShards(t, dir, "skip", []shardSpec{{0, 0, 3, false}, {0, 0, 3, false}}, 5)
+	other := filepath.Join(dir, "other.db")
+	if err := os.WriteFile(other, append([]byte("SQLite format 3\x00"), make([]byte, 4080)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(`{"run_id":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := merge.Collect(context.Background(), []string{dir}, nil)
+	if err != nil || len(groups) != 1 || len(groups[0].Missing()) != 0 {
+		t.Fatalf("groups %v, %v", groups, err)
+	}
+	if _, err := merge.Collect(context.Background(), []string{other}, nil); err == nil {
+		t.Error("a file that is not a store, given by name, was taken")
+	}
+}
