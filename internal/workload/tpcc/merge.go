@@ -30,7 +30,6 @@ func (Workload) MergeShards(in *workload.MergeInput) (*workload.Verdict, error) 
 		}
 		x.VUsers += px.VUsers
 		x.NOPM += px.NOPM
-		x.Audits = append(x.Audits, px.Audits...)
 		if c := px.NOPMCheck; c != nil && c.After != 0 {
 			if n == 0 || c.Before < xc.Before {
 				xc.Before = c.Before
@@ -47,6 +46,9 @@ func (Workload) MergeShards(in *workload.MergeInput) (*workload.Verdict, error) 
 	if first > 0 || x.TPM != nil {
 		v.Warnings = append(v.Warnings, fmt.Sprintf("tpm and nopm_database are shard %d's reads of the database over its window (they count every shard's transactions)", first))
 	}
+	// An audit's figure is a ratio over its own samples: the shards' are
+	// not added up here (each shard's run keeps its own).
+	v.Warnings = append(v.Warnings, "the distribution audits are each shard's own, in the shards' runs")
 	x.PerTransaction = perTransaction(in.Result)
 	for _, pt := range nopmSeries(in.Result) {
 		if pt.Series == "nopm" { // the per-op p95 of an interval cannot be merged
