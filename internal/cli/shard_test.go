@@ -266,10 +266,21 @@ func TestTPCCShards(t *testing.T) {
 		t.Errorf("the districts grew by %d (%d to %d); the shards committed %d New-Orders (%d ambiguous)", after-before, before, after, committed, ambiguous)
 	}
 	// The merge makes the cross-check once, over both shards.
-	r := h.must(0, "results", "merge", resDB, "--results", tempPath(t, "merged.db"))
+	mergedDB := tempPath(t, "merged.db")
+	r := h.must(0, "results", "merge", resDB, "--results", mergedDB)
 	if !strings.Contains(r.stdout, fmt.Sprintf("NOPM cross-check: sum(d_next_o_id) grew by %d; the 2 shards committed %d New-Orders", after-before, committed)) ||
 		!strings.Contains(r.stdout, "vusers 4") && !strings.Contains(r.stdout, "4 virtual users") {
 		t.Errorf("merged tpcc:\n%s", r)
+	}
+	// Its NOPM series is the shards' summed: not zero where they ran.
+	var nopm float64
+	for _, p := range getRun(t, mergedDB, 1).Series {
+		if p.Series == "nopm" && p.T > 0 {
+			nopm += p.V
+		}
+	}
+	if nopm == 0 {
+		t.Error("the merged run's nopm series is all zero")
 	}
 }
 

@@ -12,6 +12,7 @@ package merge
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -119,7 +120,7 @@ func Collect(ctx context.Context, sources []string, extras results.ExtraFunc) ([
 		}
 		seen[abs] = true
 		ps, err := read(ctx, f, extras)
-		if err != nil && found[f] && errs.KindOf(err) == errs.KindUsage {
+		if err != nil && found[f] && errors.Is(err, store.ErrNotAStore) {
 			continue // another program's SQLite file beside the stores
 		}
 		if err != nil {

@@ -84,7 +84,7 @@ func Merge(g *Group, w workload.Workload) (*Merged, error) {
 	}
 	var v *workload.Verdict
 	if merges {
-		v, err = sm.MergeShards(&workload.MergeInput{Parts: parts, Met: g.Key != "", Result: res, Summary: sum})
+		v, err = sm.MergeShards(&workload.MergeInput{Parts: parts, Met: g.Key != "", Result: res, Summary: sum, SumSeries: m.sumSeries})
 		if err != nil {
 			return nil, err
 		}
@@ -395,15 +395,19 @@ func (m *merger) executor() (*run.Result, error) {
 
 // bin is one merged interval: the shards' ticks whose ends fall in it.
 type bin struct {
-	committed, errors      int64
-	rate                   float64 // the shards' rates summed
-	active                 int
-	queue                  int64
-	phase                  string
-	latEnc, lagEnc         [][]byte // the shards' interval histograms, encoded
-	lat, lag               *metrics.Hist
-	latMissing, lagMissing bool
-	where                  string // for an error: a shard and interval of the bin
+	committed, errors int64
+	rate              float64 // the shards' rates summed
+	active            int
+	queue             int64
+	phase             string
+	latEnc, lagEnc    [][]byte // the shards' interval histograms, encoded
+	lat, lag          *metrics.Hist
+	// The bin's figures, read from lat and lag by the worker that merged
+	// them (which then lets them go: a dense histogram is 188 KB).
+	p50, p95, p99, maxMs, lag99 float64
+	hasLat, hasLag              bool
+	latMissing, lagMissing      bool
+	where                       string // for an error: a shard and interval of the bin
 }
 
 // series merges the shards' interval series: each shard's intervals,
@@ -442,7 +446,7 @@ func (m *merger) series() ([]run.Tick, error) {
 		spans := map[int]float64{}
 		counts := map[int]int64{}
 		for _, t := range ts {
-			k := int(math.Ceil((t+shift)/tick - 0.1))
+			k := binOf(t, shift, tick)
 			b := bins[k]
 			if b == nil {
 				b = &bin{phase: phaseOf(t)}
@@ -498,15 +502,14 @@ func (m *merger) series() ([]run.Tick, error) {
 		case b.latMissing && b.committed > 0:
 			missing++
 			tk.P50Ms, tk.P95Ms, tk.P99Ms, tk.MaxMs = math.NaN(), math.NaN(), math.NaN(), math.NaN()
-		case b.lat != nil:
-			ps := b.lat.PercentilesMs(50, 95, 99)
-			tk.P50Ms, tk.P95Ms, tk.P99Ms, tk.MaxMs = ps[0], ps[1], ps[2], b.lat.MaxMs()
+		case b.hasLat:
+			tk.P50Ms, tk.P95Ms, tk.P99Ms, tk.MaxMs = b.p50, b.p95, b.p99, b.maxMs
 		}
 		switch {
 		case b.lagMissing:
 			tk.Lag99Ms = math.NaN()
-		case b.lag != nil:
-			tk.Lag99Ms = b.lag.PercentileMs(99)
+		case b.hasLag:
+			tk.Lag99Ms = b.lag99
 		}
 		out = append(out, tk)
 	}
@@ -516,6 +519,18 @@ func (m *merger) series() ([]run.Tick, error) {
 	// The executor's per-op counts of an interval are not stored; the
 	// workloads' merges read the op counts of res.Ops instead.
 	return out, nil
+}
+
+// binOf is the merged interval a shard's tick ending at t (its own axis,
+// shifted by shift onto the merged one) falls in: the one whose end it is
+// (within a tenth of a tick: the shards' ticks are their own). A warm-up
+// tick stays in the warm-up, however late its shard started.
+func binOf(t, shift, tick float64) int {
+	k := int(math.Ceil((t+shift)/tick - 0.1))
+	if t <= 0 && k > 0 {
+		k = 0
+	}
+	return k
 }
 
 func phaseOf(t float64) string {
@@ -551,6 +566,14 @@ func decodeBins(bins map[int]*bin, keys []int) error {
 					return nil
 				}()
 				b.latEnc, b.lagEnc = nil, nil
+				if b.lat != nil {
+					ps := b.lat.PercentilesMs(50, 95, 99)
+					b.p50, b.p95, b.p99, b.maxMs, b.hasLat = ps[0], ps[1], ps[2], b.lat.MaxMs(), true
+				}
+				if b.lag != nil {
+					b.lag99, b.hasLag = b.lag.PercentileMs(99), true
+				}
+				b.lat, b.lag = nil, nil
 				if err != nil {
 					mu.Lock()
 					if first == nil {
@@ -607,6 +630,31 @@ func (m *merger) tickLength() float64 {
 		}
 	}
 	return best
+}
+
+// sumSeries is the named series of every shard summed, interval by
+// interval, on the merged axis (as the executor's counts are).
+func (m *merger) sumSeries(name string) []store.Point {
+	tick := m.tickLength()
+	sums := map[int]float64{}
+	for _, p := range m.present {
+		shift := measureStart(p).Sub(m.t0).Seconds()
+		for _, pt := range p.Run.Series {
+			if pt.Series == name && !math.IsNaN(pt.V) {
+				sums[binOf(pt.T, shift, tick)] += pt.V
+			}
+		}
+	}
+	keys := make([]int, 0, len(sums))
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	out := make([]store.Point, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, store.Point{Series: name, T: float64(k) * tick, V: sums[k]})
+	}
+	return out
 }
 
 // otherSeries are shard 0's series of what it alone measures (the server,

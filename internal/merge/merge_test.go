@@ -3,6 +3,7 @@ package merge_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -114,8 +115,7 @@ func writeShards(t *testing.T, dir, key string, specs []shardSpec, seed uint64) 
 			t.Fatal(err)
 		}
 		_, err = results.Save(ctx, st, &results.Record{Summary: sum, Params: []byte(`{"clients":2,"script":"tpcb-like"}`),
-			Series:     append(results.RunSeries(res), store.Point{Series: "pg.tps", T: 1, V: float64(i)}),
-			Histograms: hists, Intervals: results.RunIntervals(res)})
+			Series: pts, Histograms: hists, Intervals: results.RunIntervals(res)})
 		st.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -335,9 +335,14 @@ func TestCollectSkipsOtherFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeShards(t, dir, "skip", []shardSpec{{0, 0, 3, false}, {0, 0, 3, false}}, 5)
 	other := filepath.Join(dir, "other.db")
-	if err := os.WriteFile(other, append([]byte("SQLite format 3\x00"), make([]byte, 4080)...), 0o600); err != nil {
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.Exec("CREATE TABLE notes (t text)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
 	if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(`{"run_id":1}`), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -143,9 +143,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// OpenReadOnly opens an existing store to read, as it is: its file is not
-// created, written or migrated (a shard's results on a volume, merged
-// elsewhere). A store of a newer schema than this binary's is refused.
+// ErrNotAStore is OpenReadOnly's error for an SQLite file that holds no
+// results store.
+var ErrNotAStore = errors.New("not a tunebench results store")
+
+// OpenReadOnly opens an existing store to read: it is not created,
+// migrated, or changed (a shard's results on a volume, merged elsewhere).
+// SQLite still makes the -shm and -wal files beside a store in WAL mode
+// when they are missing, and needs the directory writable for that. A
+// store of a newer schema than this binary's is refused.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -179,7 +185,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	}
 	if v == 0 {
 		db.Close()
-		return nil, errs.New(errs.KindUsage, "give the path of a results store (results.db)", "%s is not a tunebench results store (it has no schema)", abs)
+		return nil, errs.Wrap(errs.KindUsage, ErrNotAStore, "give the path of a results store (results.db)", "%s is an SQLite file without tunebench's schema", abs)
 	}
 	s.version = v
 	return s, nil

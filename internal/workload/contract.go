@@ -276,6 +276,9 @@ type MergeInput struct {
 	Met     bool
 	Result  *run.Result
 	Summary *results.Summary
+	// SumSeries is a series of the workload's own (a rate, a count per
+	// interval) summed over the shards on the merged run's intervals.
+	SumSeries func(name string) []store.Point
 }
 
 // Checker checks the loaded data.

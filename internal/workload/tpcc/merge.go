@@ -3,7 +3,6 @@ package tpcc
 import (
 	"fmt"
 
-	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -50,10 +49,10 @@ func (Workload) MergeShards(in *workload.MergeInput) (*workload.Verdict, error) 
 	// not added up here (each shard's run keeps its own).
 	v.Warnings = append(v.Warnings, "the distribution audits are each shard's own, in the shards' runs")
 	x.PerTransaction = perTransaction(in.Result)
-	for _, pt := range nopmSeries(in.Result) {
-		if pt.Series == "nopm" { // the per-op p95 of an interval cannot be merged
-			v.Series = append(v.Series, store.Point{Series: pt.Series, T: pt.T, V: pt.V})
-		}
+	// The shards' NOPM per interval, summed (the per-op p95 of an
+	// interval cannot be merged: no per-op interval histograms).
+	if in.SumSeries != nil {
+		v.Series = append(v.Series, in.SumSeries("nopm")...)
 	}
 	xc.DatabaseGrowth = xc.After - xc.Before
 	switch {
