@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	pgt "github.com/tunebench/tunebench/internal/target/pg"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/workload/loadspace"
@@ -52,7 +54,7 @@ func (o *LoadOptions) Validate() error {
 		return errs.Usage("--partition-method is range or hash", "invalid partition method %q", o.Method)
 	}
 	if o.Workers < 1 {
-		return errs.Usage("--load-workers takes 1 or more", "invalid load workers %d", o.Workers)
+		return errs.Usage("--jobs takes 1 or more (0: one per CPU of the server)", "invalid load workers %d", o.Workers)
 	}
 	return nil
 }
@@ -96,6 +98,7 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 		progress(LoadProgress{Phase: phase, Rows: rows, TotalRows: total, Elapsed: time.Since(start)})
 	}
 
+	connect = pgt.LoadSessions(connect)
 	admin, err := connect(ctx)
 	if err != nil {
 		return st, err
@@ -368,17 +371,18 @@ func (s *chunkRows) fill(p []byte) (int, int64, bool) {
 	return len(b), rows, s.exhausted
 }
 
-// Row formats: text COPY, empty filler (stored blank-padded, as pgbench does).
+// Row formats: text COPY, as pgbench -i writes them: branches and tellers
+// with a NULL filler, accounts with an empty one (stored blank-padded).
 func branchRow(b []byte, bid int64) []byte {
 	b = strconv.AppendInt(b, bid, 10)
-	return append(b, "\t0\t\n"...)
+	return append(b, "\t0\t\\N\n"...)
 }
 
 func tellerRow(b []byte, tid int64) []byte {
 	b = strconv.AppendInt(b, tid, 10)
 	b = append(b, '\t')
 	b = strconv.AppendInt(b, (tid-1)/TellersPerScale+1, 10)
-	return append(b, "\t0\t\n"...)
+	return append(b, "\t0\t\\N\n"...)
 }
 
 func accountRow(b []byte, aid int64) []byte {

@@ -185,11 +185,11 @@ func TestRowFormats(t *testing.T) {
 		got  []byte
 		want string
 	}{
-		{"branch 1", branchRow(nil, 1), "1\t0\t\n"},
-		{"branch 20000", branchRow(nil, 20000), "20000\t0\t\n"},
-		{"teller 1", tellerRow(nil, 1), "1\t1\t0\t\n"},
-		{"teller 10", tellerRow(nil, 10), "10\t1\t0\t\n"},
-		{"teller 11", tellerRow(nil, 11), "11\t2\t0\t\n"},
+		{"branch 1", branchRow(nil, 1), "1\t0\t\\N\n"},
+		{"branch 20000", branchRow(nil, 20000), "20000\t0\t\\N\n"},
+		{"teller 1", tellerRow(nil, 1), "1\t1\t0\t\\N\n"},
+		{"teller 10", tellerRow(nil, 10), "10\t1\t0\t\\N\n"},
+		{"teller 11", tellerRow(nil, 11), "11\t2\t0\t\\N\n"},
 		{"account 1", accountRow(nil, 1), "1\t1\t0\t\n"},
 		{"account 100000", accountRow(nil, 100000), "100000\t1\t0\t\n"},
 		{"account 100001", accountRow(nil, 100001), "100001\t2\t0\t\n"},

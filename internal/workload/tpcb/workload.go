@@ -3,7 +3,6 @@ package tpcb
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
@@ -43,8 +42,6 @@ func (Workload) Options() option.Set {
 			Doc: "partition pgbench_accounts into this many partitions (0 = none)"},
 		{Name: "partition_method", Kind: option.KindString, Default: "range", Enum: []string{"range", "hash"}, Load: true,
 			Doc: "partition method"},
-		{Name: "load_workers", Kind: option.KindInt, Default: "0", HasMin: true, Load: true, FlagOnly: true,
-			Doc: "parallel COPY streams for pgbench_accounts (0 = one per core)"},
 		{Name: "drop", Kind: option.KindBool, Load: true, FlagOnly: true,
 			Doc: "drop existing pgbench tables first (their data is lost)"},
 		{Name: "force", Kind: option.KindBool, Load: true, FlagOnly: true,
@@ -62,7 +59,7 @@ func (Workload) Options() option.Set {
 			Doc: "send each transaction's statements in one round trip (pgbench \\startpipeline)"},
 		{Name: "no_check", Kind: option.KindBool, Default: "false", Role: option.RoleNoCheck,
 			Doc: "skip the consistency check after the run"},
-	}, workload.TxOptions()...)
+	}, append(workload.TxOptions(), workload.JobsOptions("COPY streams of pgbench_accounts' key ranges")...)...)
 }
 
 // RunTime: the duration and warm-up (unknown with a transaction count).
@@ -101,7 +98,7 @@ func checkDist(text string) (string, error) {
 // LoadHelp is the help of `tunebench load tpcb`.
 func (Workload) LoadHelp() workload.Help {
 	return workload.Help{
-		Use:   "--scale N [--fillfactor F] [--partitions P] [--load-workers K] [--drop] [--force]",
+		Use:   "--scale N [--fillfactor F] [--partitions P] [--jobs N] [--drop] [--force]",
 		Short: "Load the pgbench-compatible TPC-B-like tables (100,000 accounts per scale unit)",
 		Long: `Creates pgbench_branches, pgbench_tellers, pgbench_accounts and pgbench_history
 with pgbench's columns and sizes, loads them with COPY (accounts over several
@@ -124,15 +121,14 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 	}
 	o := env.Options
 	lo := LoadOptions{Scale: int(o.Int("scale")), Fillfactor: int(o.Int("fillfactor")), Partitions: int(o.Int("partitions")),
-		Method: o.String("partition_method"), Workers: int(o.Int("load_workers")), Drop: o.Bool("drop") || env.Fresh}
+		Method: o.String("partition_method"), Drop: o.Bool("drop") || env.Fresh}
+	var why string
+	lo.Workers, why = t.LoadJobs(ctx, workload.Jobs(o))
 	lo.Space = &loadspace.Load{Target: t, What: fmt.Sprintf("tpcb scale %d", lo.Scale), Force: o.Bool("force"), Smaller: "a smaller --scale"}
-	if lo.Workers == 0 {
-		lo.Workers = runtime.NumCPU()
-	}
 	if err := lo.Validate(); err != nil {
 		return nil, err
 	}
-	env.Note("loading tpcb scale %d into %s with %d COPY streams", lo.Scale, t.Describe(), lo.Workers)
+	env.Note("loading tpcb scale %d into %s with %d jobs (%s)", lo.Scale, t.Describe(), lo.Workers, why)
 	st, err := Load(ctx, t.Connect, lo, func(p LoadProgress) {
 		eta := time.Duration(-1)
 		if rate := float64(p.Rows) / p.Elapsed.Seconds(); p.Phase == "generate" && rate > 0 && p.Rows < p.TotalRows {

@@ -57,7 +57,7 @@ func (o *LoadOptions) Validate() error {
 		o.Workers = runtime.NumCPU()
 	}
 	if o.Workers < 1 {
-		return errs.Usage("--load-workers takes 1 or more", "invalid load workers %d", o.Workers)
+		return errs.Usage("--jobs takes 1 or more (0: one per CPU of the server)", "invalid load workers %d", o.Workers)
 	}
 	if o.Format == "" {
 		o.Format = FormatBinary

@@ -37,13 +37,11 @@ var isolations = []string{"read-committed", "repeatable-read", "serializable"}
 
 // Options declares every option of the workload.
 func (Workload) Options() option.Set {
-	return option.Set{
+	return append(option.Set{
 		{Name: "warehouses", Short: "w", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true, Load: true,
 			Doc: "warehouses to load (each about 500,000 rows, 105 MB with indexes)"},
 		{Name: "partition", Kind: option.KindBool, Default: "false", Load: true,
 			Doc: "range-partition the big per-warehouse tables by warehouse"},
-		{Name: "load_workers", Kind: option.KindInt, Default: "0", HasMin: true, Load: true, FlagOnly: true,
-			Doc: "parallel connections for COPY, index builds and ANALYZE (0 = one per core)"},
 		{Name: "drop", Kind: option.KindBool, Load: true, FlagOnly: true,
 			Doc: "drop existing tpcc tables first (their data is lost)"},
 		{Name: "resume", Kind: option.KindBool, Load: true, FlagOnly: true,
@@ -93,7 +91,7 @@ func (Workload) Options() option.Set {
 			Doc: "check all twelve conditions (11 holds only right after a load)"},
 		{Name: "conditions", Kind: option.KindList, Check: true, Validate: checkConditions,
 			Doc: "check exactly these conditions (1-12)"},
-	}
+	}, workload.JobsOptions("COPY streams of warehouses, then index builds and ANALYZE side by side")...)
 }
 
 // checkConditions validates a list of condition numbers.
@@ -141,7 +139,7 @@ func (Workload) Validate(p option.Phase, v option.Values, given option.Given) er
 // LoadHelp is the help of `tunebench load tpcc`.
 func (Workload) LoadHelp() workload.Help {
 	return workload.Help{
-		Use:   "--warehouses W [--load-workers K] [--partition] [--drop | --resume] [--force]",
+		Use:   "--warehouses W [--jobs N] [--partition] [--drop | --resume] [--force]",
 		Short: "Load the TPC-C-like tables (nine tables, about 500,000 rows per warehouse)",
 		Long: `Creates warehouse, district, customer, history, new_order, orders, order_line,
 item and stock with exact numeric money columns, and fills them per the TPC-C
@@ -150,7 +148,7 @@ rows, 10 districts, 30,000 customers (the first 1,000 last names per district in
 order, the rest NURand with the load-time C), one history row per customer, 3,000
 orders per district with the last 900 undelivered, 5 to 15 lines per order.
 
-The data goes in over --load-workers connections with COPY (one transaction per
+The data goes in over --jobs connections with COPY (one transaction per
 table, or per partition with --partition, that truncates it and copies with
 FREEZE, so no VACUUM is needed); then the same connections build the primary keys
 and indexes (different tables at once) and ANALYZE. The load constants (C-Load) and
@@ -220,8 +218,10 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 		return nil, err
 	}
 	o := env.Options
-	lo := LoadOptions{Warehouses: int(o.Int("warehouses")), Workers: int(o.Int("load_workers")), Partition: o.Bool("partition"),
+	lo := LoadOptions{Warehouses: int(o.Int("warehouses")), Partition: o.Bool("partition"),
 		Drop: o.Bool("drop") || env.Fresh, Resume: o.Bool("resume"), Seed: o.Int("seed"), Format: o.String("copy_format"), Version: env.Version}
+	var why string
+	lo.Workers, why = t.LoadJobs(ctx, workload.Jobs(o))
 	if lo.Resume && (env.Given == nil || !env.Given("warehouses")) {
 		lo.Warehouses = 0 // taken from the interrupted load
 	}
@@ -241,7 +241,7 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 			what += " (partitioned)"
 		}
 	}
-	env.Note("%s into %s with %d connections", what, t.Describe(), lo.Workers)
+	env.Note("%s into %s with %d jobs (%s)", what, t.Describe(), lo.Workers, why)
 	var dataStart time.Duration = -1
 	st, err := Load(ctx, t.Connect, lo, func(p LoadProgress) {
 		if p.Phase == PhaseData && dataStart < 0 {

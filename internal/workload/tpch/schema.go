@@ -119,3 +119,8 @@ func copySQL(t dbgen.Table, freeze bool) string {
 	}
 	return fmt.Sprintf("copy %s from stdin with (format text, delimiter '|'%s)", t, opt)
 }
+
+// copyBinarySQL is the COPY of table t from the generator's binary rows.
+func copyBinarySQL(t dbgen.Table, freeze bool) string {
+	return fmt.Sprintf("copy %s from stdin with (format binary, freeze %v)", t, freeze)
+}

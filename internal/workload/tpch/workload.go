@@ -10,7 +10,6 @@ package tpch
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -55,13 +54,11 @@ func queryOp(q int) string { return fmt.Sprintf("Q%d", q) }
 
 // Options declares every option of the workload.
 func (Workload) Options() option.Set {
-	return option.Set{
+	return append(option.Set{
 		{Name: "scale", Short: "s", Kind: option.KindFloat, Default: "1", Min: MinScale, HasMin: true, Max: MaxScale, HasMax: true, Load: true,
 			Doc: "scale factor (0.01 and up, fractions allowed): SF 1 is 6 million lineitems, about 1 GB of data"},
 		{Name: "foreign_keys", Kind: option.KindBool, Default: "false", Load: true,
 			Doc: "add the foreign keys of clause 1.4.2 after the data (the primary keys and indexes are always built)"},
-		{Name: "load_workers", Kind: option.KindInt, Default: "0", HasMin: true, Load: true, FlagOnly: true,
-			Doc: "parallel COPY streams and index builds (0 = one per core)"},
 		{Name: "drop", Kind: option.KindBool, Load: true, FlagOnly: true,
 			Doc: "drop the existing TPC-H-like tables first (their data is lost)"},
 		{Name: "force", Kind: option.KindBool, Load: true, FlagOnly: true,
@@ -85,7 +82,7 @@ func (Workload) Options() option.Set {
 			Doc: "seed of the substitution parameters, to give every run of an experiment the same queries (0 = the run's seed)"},
 		{Name: "seed", Kind: option.KindInt, FlagOnly: true, Role: option.RoleSeed,
 			Doc: "the run's seed, from which the substitution parameters are drawn unless {query_seed} (0 = from the clock; stored with the run: the same seed gives the same parameters)"},
-	}
+	}, workload.JobsOptions("the big tables go in as key ranges side by side, and the indexes are built side by side")...)
 }
 
 // Validate checks the rules between options.
@@ -99,7 +96,7 @@ func (Workload) Validate(p option.Phase, v option.Values, given option.Given) er
 // LoadHelp is the help of `tunebench load tpch`.
 func (Workload) LoadHelp() workload.Help {
 	return workload.Help{
-		Use:   "[--scale SF] [--foreign-keys] [--load-workers K] [--drop] [--force]",
+		Use:   "[--scale SF] [--foreign-keys] [--jobs N] [--drop] [--force]",
 		Short: "Load the eight TPC-H-like tables, row for row as the TPC's dbgen generates them",
 		Long: `Creates part, supplier, partsupp, customer, orders, lineitem, nation and region with the
 specification's column types, generates their rows as dbgen does (identical data, so
@@ -182,15 +179,14 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 		return nil, err
 	}
 	o := env.Options
-	lo := LoadOptions{Scale: o.Float("scale"), ForeignKeys: o.Bool("foreign_keys"), Workers: int(o.Int("load_workers")), Drop: o.Bool("drop") || env.Fresh}
+	lo := LoadOptions{Scale: o.Float("scale"), ForeignKeys: o.Bool("foreign_keys"), Drop: o.Bool("drop") || env.Fresh}
+	var why string
+	lo.Workers, why = t.LoadJobs(ctx, workload.Jobs(o))
 	lo.Space = &loadspace.Load{Target: t, What: fmt.Sprintf("tpch scale %g", lo.Scale), Force: o.Bool("force"), Smaller: "a smaller --scale"}
-	if lo.Workers == 0 {
-		lo.Workers = runtime.NumCPU()
-	}
 	if err := lo.Validate(); err != nil {
 		return nil, err
 	}
-	env.Note("loading tpch scale %g into %s with %d COPY streams", lo.Scale, t.Describe(), lo.Workers)
+	env.Note("loading tpch scale %g into %s with %d jobs (%s)", lo.Scale, t.Describe(), lo.Workers, why)
 	st, err := Load(ctx, t.Connect, lo, func(p LoadProgress) {
 		what := p.Phase
 		if p.Detail != "" {
@@ -209,18 +205,18 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 }
 
 func loadBlocks(st LoadStats) []results.Block {
-	out := []results.Block{results.Line(fmt.Sprintf("loaded tpch scale %g: %d rows in %.1f s (text pool %.1f s, generate and COPY %.1f s, keys %.1f s, analyze %.1f s); generator CPU %.1f s",
-		st.Scale, st.Rows, st.Total.Seconds(), st.TextPool.Seconds(), (st.Generate - st.TextPool).Seconds(), st.Keys.Seconds(), st.Analyze.Seconds(), st.GeneratorCPU.Seconds()))}
+	out := []results.Block{results.Line(fmt.Sprintf("loaded tpch scale %g with %d jobs: %d rows in %.1f s (text pool %.1f s beside the preparation, generate and COPY %.1f s, then statistics and keys %.1f s); generator CPU %.1f s",
+		st.Scale, st.Jobs, st.Rows, st.Total.Seconds(), st.TextPool.Seconds(), st.Generate.Seconds(), st.Keys.Seconds(), st.GeneratorCPU.Seconds()))}
 	if len(st.Resumed) > 0 {
 		out = append(out, results.Line("resumed: kept "+strings.Join(st.Resumed, ", ")+" from the interrupted load"))
 	}
-	tb := &results.Table{Columns: []string{"table", "rows", "seconds", "rows/s", "generator CPU s"}}
+	tb := &results.Table{Columns: []string{"table", "parts", "rows", "seconds", "rows/s", "generator CPU s"}}
 	for _, ts := range st.Tables {
 		rate := 0.0
 		if ts.Seconds > 0 {
 			rate = float64(ts.Rows) / ts.Seconds
 		}
-		tb.Rows = append(tb.Rows, []string{ts.Table, fmt.Sprint(ts.Rows), fmt.Sprintf("%.1f", ts.Seconds), results.Human(rate), fmt.Sprintf("%.2f", ts.GenCPU.Seconds())})
+		tb.Rows = append(tb.Rows, []string{ts.Table, fmt.Sprint(ts.Parts), fmt.Sprint(ts.Rows), fmt.Sprintf("%.1f", ts.Seconds), results.Human(rate), fmt.Sprintf("%.2f", ts.GenCPU.Seconds())})
 	}
 	if len(tb.Rows) > 0 {
 		out = append(out, results.Block{Table: tb})

@@ -151,7 +151,8 @@ func (g *Generator) orders(w *writer, first, n, upd int64) {
 		case shipped > 0:
 			status = "P"
 		}
-		w.int(orderKey(index0+i, seq))
+		w.row(9)
+		w.key(orderKey(index0+i, seq))
 		w.int(customer)
 		w.str(status)
 		w.money(total)
@@ -189,11 +190,12 @@ func (g *Generator) lineitems(w *writer, first, n, upd int64) {
 			ship := date + o.shipOn.intIn(1, 121)
 			commit := date + o.commitOn.intIn(30, 90)
 			receipt := ship + o.receiptOn.intIn(1, 30)
-			w.int(key)
+			w.row(16)
+			w.key(key)
 			w.int(p)
 			w.int(s)
 			w.int(int64(line + 1))
-			w.int(q)
+			w.quantity(q)
 			w.money(partPrice(p) * q)
 			w.money(d)
 			w.money(t)
@@ -224,7 +226,7 @@ func (g *Generator) lineitems(w *writer, first, n, upd int64) {
 // RF1 inserts, as dbgen -U writes them to orders.tbl.u<upd> and
 // lineitem.tbl.u<upd>.
 func (g *Generator) AppendUpdate(buf []byte, t Table, upd, first, n int64) ([]byte, int64) {
-	w := writer{buf: buf, trailing: g.format.Trailing}
+	w := g.writer(buf)
 	if t == Orders {
 		g.orders(&w, first, n, upd)
 	} else {

@@ -91,13 +91,18 @@ func RowsPerUnit(t Table) float64 {
 // Format is how rows are written: fields separated by '|', and with
 // Trailing a '|' after the last field too, as dbgen's .tbl files have.
 // Without it the lines are PostgreSQL COPY text with DELIMITER '|' (no
-// field ever holds '|', a backslash, a tab or a newline).
-type Format struct{ Trailing bool }
+// field ever holds '|', a backslash, a tab or a newline). Binary rows are
+// PostgreSQL's binary COPY tuples for the column types of the tables
+// (integer, bigint order keys, numeric, date, text), without the stream's
+// header and trailer (BinaryHeader, BinaryTrailer).
+type Format struct{ Trailing, Binary bool }
 
-// TBL is dbgen's file format; COPY is the format COPY ... (DELIMITER '|') reads.
+// TBL is dbgen's file format; COPY is the format COPY ... (DELIMITER '|')
+// reads; Binary is the format COPY ... (FORMAT binary) reads.
 var (
-	TBL  = Format{Trailing: true}
-	COPY = Format{}
+	TBL    = Format{Trailing: true}
+	COPY   = Format{}
+	Binary = Format{Binary: true}
 )
 
 // Generator writes the tables of one scale factor.
@@ -116,7 +121,7 @@ func New(sf float64, f Format) *Generator {
 // Append appends the rows of units [first, first+n) of table t (0-based; see
 // Units) to buf and returns it with the number of rows written.
 func (g *Generator) Append(buf []byte, t Table, first, n int64) ([]byte, int64) {
-	w := writer{buf: buf, trailing: g.format.Trailing}
+	w := g.writer(buf)
 	switch t {
 	case Part:
 		g.part(&w, first, n)
@@ -138,50 +143,6 @@ func (g *Generator) Append(buf []byte, t Table, first, n int64) ([]byte, int64) 
 	return w.buf, w.rows
 }
 
-// writer appends fields and rows.
-type writer struct {
-	buf      []byte
-	trailing bool
-	rows     int64
-}
-
-func (w *writer) int(v int64) { w.buf = append(strconv.AppendInt(w.buf, v, 10), '|') }
-
-func (w *writer) str(v string) { w.buf = append(append(w.buf, v...), '|') }
-
-func (w *writer) bytes(v []byte) { w.buf = append(append(w.buf, v...), '|') }
-
-// money writes cents as a decimal with two places.
-func (w *writer) money(cents int64) {
-	if cents < 0 {
-		w.buf = append(w.buf, '-')
-		cents = -cents
-	}
-	w.buf = strconv.AppendInt(w.buf, cents/100, 10)
-	w.buf = append(w.buf, '.', byte('0'+cents%100/10), byte('0'+cents%10), '|')
-}
-
-func (w *writer) date(d int32) { w.buf = append(append(w.buf, dateText[d][:]...), '|') }
-
-// padded writes prefix and v zero-padded to 9 digits (Supplier#000000001).
-func (w *writer) padded(prefix string, v int64) {
-	w.buf = append(w.buf, prefix...)
-	var digits [20]byte
-	d := strconv.AppendInt(digits[:0], v, 10)
-	for i := len(d); i < 9; i++ {
-		w.buf = append(w.buf, '0')
-	}
-	w.buf = append(append(w.buf, d...), '|')
-}
-
-func (w *writer) end() {
-	if !w.trailing {
-		w.buf = w.buf[:len(w.buf)-1]
-	}
-	w.buf = append(w.buf, '\n')
-	w.rows++
-}
-
 // alnum is a v-string (addresses): a length between 0.4 and 1.6 times the
 // average, then characters six bits at a time from draws that continue the
 // row's stream without counting against it (nine draws per row).
@@ -200,6 +161,7 @@ func (a *alnum) write(w *writer) {
 	n := int(a.s.intIn(a.min, a.max))
 	chars := a.s // a copy: the characters do not advance the row's stream
 	var bits int64
+	w.open()
 	for i := range n {
 		if i%5 == 0 {
 			bits = int64(chars.intIn(0, 1<<31-1))
@@ -207,7 +169,7 @@ func (a *alnum) write(w *writer) {
 		w.buf = append(w.buf, alnumChars[bits&0x3f])
 		bits >>= 6
 	}
-	w.buf = append(w.buf, '|')
+	w.close()
 }
 
 // phone is a phone number: the country code from the nation key, then three
@@ -216,6 +178,7 @@ type phone struct{ s stream }
 
 func (p *phone) write(w *writer, nation int64) {
 	a, b, c := p.s.intIn(100, 999), p.s.intIn(100, 999), p.s.intIn(1000, 9999)
+	w.open()
 	w.buf = strconv.AppendInt(w.buf, 10+nation%90, 10)
 	w.buf = append(w.buf, '-')
 	w.buf = strconv.AppendInt(w.buf, int64(a), 10)
@@ -223,13 +186,14 @@ func (p *phone) write(w *writer, nation int64) {
 	w.buf = strconv.AppendInt(w.buf, int64(b), 10)
 	w.buf = append(w.buf, '-')
 	w.buf = strconv.AppendInt(w.buf, int64(c), 10)
-	w.buf = append(w.buf, '|')
+	w.close()
 }
 
 func (g *Generator) nation(w *writer, first, n int64) {
 	comment := newText(606179079, 72, 1)
 	comment.s.skipRows(first)
 	for k := first; k < first+n; k++ {
+		w.row(4)
 		w.int(k)
 		w.str(nations.values[k])
 		w.int(nations.runningWeight(k))
@@ -243,6 +207,7 @@ func (g *Generator) region(w *writer, first, n int64) {
 	comment := newText(1500869201, 72, 1)
 	comment.s.skipRows(first)
 	for k := first; k < first+n; k++ {
+		w.row(3)
 		w.int(k)
 		w.str(regions.values[k])
 		w.bytes(comment.next(g.pool))
@@ -270,6 +235,7 @@ func (g *Generator) part(w *writer, first, n int64) {
 	}
 	words := make([]string, len(colors.values))
 	for k := first + 1; k <= first+n; k++ {
+		w.row(9)
 		w.int(k)
 		// P_NAME: five distinct colours, by partially shuffling the list.
 		copy(words, colors.values)
@@ -277,18 +243,17 @@ func (g *Generator) part(w *writer, first, n int64) {
 			j := name.intIn(i, int32(len(words))-1)
 			words[i], words[j] = words[j], words[i]
 		}
+		w.open()
 		for i := range 5 {
 			if i > 0 {
 				w.buf = append(w.buf, ' ')
 			}
 			w.buf = append(w.buf, words[i]...)
 		}
-		w.buf = append(w.buf, '|')
+		w.close()
 		m := mfgr.intIn(1, 5)
-		w.buf = append(w.buf, "Manufacturer#"...)
-		w.int(int64(m))
-		w.buf = append(w.buf, "Brand#"...)
-		w.int(int64(m*10 + brand.intIn(1, 5)))
+		w.labelled("Manufacturer#", int64(m))
+		w.labelled("Brand#", int64(m*10+brand.intIn(1, 5)))
 		w.str(types.draw(&typ))
 		w.int(int64(size.intIn(1, 50)))
 		w.str(containers.draw(&container))
@@ -318,6 +283,7 @@ func (g *Generator) partSupp(w *writer, first, n int64) {
 	suppliers := count(supplierBase, g.sf)
 	for k := first + 1; k <= first+n; k++ {
 		for i := range int64(suppPerPart) {
+			w.row(5)
 			w.int(k)
 			w.int(PartSupplier(k, i, suppliers))
 			w.int(int64(qty.intIn(1, 9999)))
@@ -371,6 +337,7 @@ func (g *Generator) supplier(w *writer, first, n int64) {
 			text = scratch
 		}
 		nk := int64(nation.intIn(0, NationCount-1))
+		w.row(7)
 		w.int(k)
 		w.padded("Supplier#", k)
 		address.write(w)
@@ -398,6 +365,7 @@ func (g *Generator) customer(w *writer, first, n int64) {
 	}
 	for k := first + 1; k <= first+n; k++ {
 		nk := int64(nation.intIn(0, NationCount-1))
+		w.row(8)
 		w.int(k)
 		w.padded("Customer#", k)
 		address.write(w)
