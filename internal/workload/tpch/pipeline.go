@@ -23,9 +23,9 @@ type task struct {
 	// marks pages all-visible only when no transaction older than their
 	// rows is open.
 	settled bool
-	wait   int     // unfinished tasks it waits for
-	then   []*task // tasks waiting for it
-	run    func(ctx context.Context, conn *pgx.Conn) error
+	wait    int     // unfinished tasks it waits for
+	then    []*task // tasks waiting for it
+	run     func(ctx context.Context, conn *pgx.Conn) error
 }
 
 // after makes t wait for each of ts.
