@@ -6,7 +6,7 @@ BIN     := bin/tunebench
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tunebench/tunebench/internal/cli.Version=$(VERSION)
 
-.PHONY: quickstart deps test-deps build test vet lint cross dist image bench-tpcb bench-load-tpcb bench-tpcc bench-tpch clean
+.PHONY: quickstart deps test-deps build test vet lint cross dist image bench-tpcb bench-load-tpcb bench-tpcc bench-tpch bench-load-scaling clean
 
 quickstart: deps build
 	./$(BIN) quickstart --out build/quickstart
@@ -129,6 +129,12 @@ bench-tpcc: deps build
 # (docs/benchmarks.md).
 bench-tpch: deps build
 	scripts/bench-tpch.sh
+
+# Benchmark (not a test): the TPC-H-like load of SF 1 with the managed
+# server in a hardware envelope of 1 CPU and of 2 CPUs, alternated, with
+# the default --jobs (docs/benchmarks.md). SF=0.1 RUNS=1 for a quick look.
+bench-load-scaling: deps
+	TUNEBENCH_LOAD_SCALING=1 go test -count=1 -timeout 60m -run '^TestLoadScaling$$' -v ./internal/workload/tpch/ | grep -E '^(run|medians)'
 
 clean:
 	rm -rf bin dist

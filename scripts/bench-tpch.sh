@@ -64,11 +64,11 @@ for i in range(runs):
     out = subprocess.run(load, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit("load failed:\n" + out.stderr)
-    m = re.search(r"loaded tpch scale \S+: (\d+) rows in ([\d.]+) s \(text pool ([\d.]+) s, generate and COPY ([\d.]+) s, keys ([\d.]+) s, analyze ([\d.]+) s\); generator CPU ([\d.]+) s", out.stdout)
-    n, total, pool, copy, keys, analyze, cpu = m.groups()
+    m = re.search(r"loaded tpch scale \S+ with (\d+) jobs: (\d+) rows in ([\d.]+) s \(text pool ([\d.]+) s beside the preparation, generate and COPY ([\d.]+) s, then statistics and keys ([\d.]+) s\); generator CPU ([\d.]+) s", out.stdout)
+    jobs, n, total, pool, copy, keys, cpu = m.groups()
     rows["tunebench"].append(float(total))
-    print("round %d tunebench   %6.1f s  %s rows, %.0fk rows/s; text pool %s s, generate+COPY %s s, keys %s s, analyze %s s; generator CPU %s s (+ pool)" % (
-        i + 1, float(total), n, int(n) / float(total) / 1000, pool, copy, keys, analyze, cpu))
+    print("round %d tunebench   %6.1f s  %s jobs, %s rows, %.0fk rows/s; text pool %s s, generate+COPY %s s (indexes of finished tables beside it), then keys %s s; generator CPU %s s (+ pool)" % (
+        i + 1, float(total), jobs, n, int(n) / float(total) / 1000, pool, copy, keys, cpu))
     with open(os.devnull, "w") as null:
         wall, cpu = timed(gen, null)
     rows["tpchgen-cli"].append(wall)

@@ -72,7 +72,7 @@ func TestTPCHLoadValidateRun(t *testing.T) {
 	target := append(append([]string{}, conn...), "--results", tempPath(t, "results.db"))
 
 	r := h.must(0, append([]string{"load", "tpch", "--scale", "0.01", "--load-workers", "2"}, conn...)...)
-	for _, want := range []string{"loaded tpch scale 0.01: 86805 rows", "generator CPU", "lineitem"} {
+	for _, want := range []string{"loaded tpch scale 0.01 with 2 jobs: 86805 rows", "generator CPU", "lineitem"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("load output lacks %q:\n%s", want, r)
 		}

@@ -59,7 +59,7 @@ func (Workload) Options() option.Set {
 			Doc: "send each transaction's statements in one round trip (pgbench \\startpipeline)"},
 		{Name: "no_check", Kind: option.KindBool, Default: "false", Role: option.RoleNoCheck,
 			Doc: "skip the consistency check after the run"},
-	}, append(workload.TxOptions(), workload.JobsOptions("COPY streams of pgbench_accounts' key ranges")...)...)
+	}, append(workload.TxOptions(), workload.JobsOptions("COPY streams of pgbench_accounts, each taking the next 100,000 accounts in turn")...)...)
 }
 
 // RunTime: the duration and warm-up (unknown with a transaction count).

@@ -131,7 +131,7 @@ func firstScanDirties(ctx context.Context, t *testing.T, conn *pgx.Conn) map[str
 }
 
 // At 1 and 3 jobs the data is dbgen's, row for row; at 3 lineitem goes
-// in as 3 key ranges side by side; and in both the first scan of a table
+// in 3 parts side by side; and in both the first scan of a table
 // dirties no page (COPY FREEZE, or the load's VACUUM, set the hint bits).
 func TestJobsLoadDbgenData(t *testing.T) {
 	t.Parallel()
@@ -160,10 +160,13 @@ func TestJobsLoadDbgenData(t *testing.T) {
 				t.Errorf("jobs %d: a first scan of %s dirtied %d pages", jobs, tb, n)
 			}
 		}
-		// And every page is all-visible: no vacuum is left for later.
+		// And the pages are all-visible: no vacuum is left for later. Parts
+		// copied side by side may leave a few new pages without rows where
+		// they extended the table at once, which VACUUM does not mark (and
+		// no query reads rows from); a table not vacuumed has none marked.
 		var notVisible []string
 		if err := conn.QueryRow(ctx, `select coalesce(array_agg(relname::text || ' ' || relallvisible || '/' || relpages), '{}')
-			from pg_class where relname = any($1) and relallvisible < relpages`, tableNames()).Scan(&notVisible); err != nil {
+			from pg_class where relname = any($1) and relallvisible < relpages - 16`, tableNames()).Scan(&notVisible); err != nil {
 			t.Fatal(err)
 		}
 		if len(notVisible) > 0 {
@@ -184,9 +187,10 @@ func tableNames() []string {
 	return out
 }
 
-// A parallel load interrupted with some of lineitem's parts committed
-// resumes with the parts it recorded (at another --jobs too): the
-// committed parts are kept, the others loaded, and the data is dbgen's.
+// A parallel load interrupted with one of lineitem's parts committed (all
+// its rows: the others took no chunk) and the others failed resumes (at another --jobs too): lineitem, not recorded
+// done, is loaded again from empty, the tables recorded done are kept, and
+// the data is dbgen's.
 func TestInterruptedPartsResume(t *testing.T) {
 	t.Parallel()
 	dir := oracleDir(t)
@@ -195,13 +199,14 @@ func TestInterruptedPartsResume(t *testing.T) {
 	first := make(chan struct{})
 	var once sync.Once
 	o := LoadOptions{Scale: 0.01, Workers: 3}
-	o.partHook = func(tb dbgen.Table, k int, committed bool) error {
+	o.partHook = func(tb dbgen.Table, k int, phase string) error {
 		switch {
 		case tb != dbgen.Lineitem:
-		case k == 0 && committed:
+		case k == 0 && phase == "committed":
 			once.Do(func() { close(first) })
-		case k > 0 && !committed:
-			// The other parts fail once the first is in.
+		case k > 0 && phase == "start":
+			// The other parts fail once the first (which took every
+			// chunk) is committed.
 			select {
 			case <-first:
 			case <-time.After(time.Minute):
@@ -219,12 +224,12 @@ func TestInterruptedPartsResume(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("meta after the interrupt: %v %v", ok, err)
 	}
-	if m.Status != statusLoading || !slices.Contains(m.TablesDone, "lineitem:1/3") || slices.Contains(m.TablesDone, "lineitem:2/3") {
-		t.Fatalf("after the interrupt: status %s, done %v; want loading with lineitem's first part only", m.Status, m.TablesDone)
+	if m.Status != statusLoading || slices.Contains(m.TablesDone, "lineitem") {
+		t.Fatalf("after the interrupt: status %s, done %v; want loading without lineitem", m.Status, m.TablesDone)
 	}
 	var kept int64
-	if err := conn.QueryRow(ctxT(t, time.Minute), "select count(*) from lineitem").Scan(&kept); err != nil || kept == 0 {
-		t.Fatalf("lineitem after the interrupt: %d rows, %v", kept, err)
+	if err := conn.QueryRow(ctxT(t, time.Minute), "select count(*) from lineitem").Scan(&kept); err != nil || kept != 60175 {
+		t.Fatalf("lineitem after the interrupt: %d rows (%v), want the first part's 60175", kept, err)
 	}
 	o.partHook = nil
 	o.Workers = 2
@@ -232,12 +237,12 @@ func TestInterruptedPartsResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(st.Resumed, "lineitem") {
-		t.Errorf("resumed load kept %v, want lineitem among them", st.Resumed)
+	if len(st.Resumed) != len(m.TablesDone) || slices.Contains(st.Resumed, "lineitem") {
+		t.Errorf("resumed load kept %v, want %v", st.Resumed, m.TablesDone)
 	}
 	for _, ts := range st.Tables {
-		if ts.Table == "lineitem" && (ts.Parts != 3 || ts.Rows >= 60175 || ts.Rows == 0) {
-			t.Errorf("resumed lineitem: %+v, want the 2 parts left of 3", ts)
+		if ts.Table == "lineitem" && (ts.Parts != 2 || ts.Rows != 60175) {
+			t.Errorf("resumed lineitem: %+v, want all 60175 rows in 2 parts", ts)
 		}
 	}
 	ctx = ctxT(t, time.Minute)

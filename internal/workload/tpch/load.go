@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
@@ -28,9 +29,10 @@ type LoadOptions struct {
 	Drop        bool // replace what is there
 	// Space checks the free space before the data goes in (nil: no check).
 	Space *loadspace.Load
-	// partHook, for tests, is called after a part's COPY and after its commit
-	// (part k of table t); an error aborts the part.
-	partHook func(t dbgen.Table, k int, committed bool) error
+	// partHook, for tests, is called before a part's COPY ("start"), after
+	// it ("copied") and after its commit ("committed"), with the table and
+	// the part; an error aborts the part.
+	partHook func(t dbgen.Table, k int, phase string) error
 }
 
 // MinScale and MaxScale bound the scale factor: below 0.01 some tables
@@ -54,7 +56,7 @@ func (o *LoadOptions) Validate() error {
 
 // LoadProgress is reported while loading.
 type LoadProgress struct {
-	Phase     string   // "generate", "keys", "analyze", "done"
+	Phase     string   // "generate", "keys" (after the last COPY), "done"
 	Detail    string   // the tables in flight: rows, rate and time left
 	Done      []string // the tables loaded (committed) by this load
 	Rows      int64
@@ -67,7 +69,7 @@ type LoadProgress struct {
 // TableStats is one table's load.
 type TableStats struct {
 	Table   string        `json:"table"`
-	Parts   int           `json:"parts"` // key ranges loaded side by side
+	Parts   int           `json:"parts"` // parts loaded side by side (1: whole, with FREEZE)
 	Rows    int64         `json:"rows"`
 	Seconds float64       `json:"seconds"`
 	GenCPU  time.Duration `json:"generator_cpu_ns"`
@@ -129,12 +131,15 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 	start := time.Now()
 	st := LoadStats{Scale: o.Scale, Jobs: o.Workers}
 	// The generator's text pool is built beside the drop and the checks.
-	pool := make(chan *dbgen.Generator, 1)
+	type built struct {
+		gen  *dbgen.Generator
+		took time.Duration
+	}
+	pool := make(chan built, 1)
 	go func() {
 		t0 := time.Now()
 		g := dbgen.New(o.Scale, dbgen.Binary)
-		st.TextPool = time.Since(t0)
-		pool <- g
+		pool <- built{g, time.Since(t0)}
 	}()
 	connect = pgt.LoadSessions(connect)
 	admin, err := connect(ctx)
@@ -147,17 +152,28 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 	if err != nil {
 		return st, err
 	}
-	done := readDone(entries)
-	st.Resumed = done.started()
-	if len(entries) > 0 {
-		// A resumed load may have stopped while building keys.
-		if err := execSerial(ctx, admin, dropKeysDDL()); err != nil {
-			return st, err
+	done := map[string]bool{}
+	for _, t := range entries {
+		done[t] = true
+	}
+	st.Resumed = entries
+	// A resumed load may have stopped while building keys, and a table not
+	// recorded done may hold the parts an interrupted load committed (on
+	// new tables this costs nothing).
+	stmts := dropKeysDDL()
+	for _, t := range loadOrder {
+		if !done[t.String()] {
+			stmts = append(stmts, "truncate "+t.String())
 		}
+	}
+	if err := execSerial(ctx, admin, stmts); err != nil {
+		return st, err
 	}
 
 	t0 := time.Now()
-	gen := <-pool
+	b := <-pool
+	gen := b.gen
+	st.TextPool = b.took
 	tasks, loads, total := loadTasks(gen, o, done)
 	stop := make(chan struct{})
 	var ticker sync.WaitGroup
@@ -177,17 +193,20 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 			}
 		}
 	}()
-	var copied time.Time
+	var copiedAt atomic.Int64 // unix ns of the last COPY's end
 	err = runPipeline(ctx, connect, o.Workers, tasks, func(t *task, n, all int) {
-		if copied.IsZero() {
+		if copiedAt.Load() == 0 {
 			return
 		}
 		progress(LoadProgress{Phase: "keys", Detail: t.name, Rows: int64(n), TotalRows: int64(all), Frac: float64(n) / float64(all), ETA: -1, Elapsed: time.Since(start)})
 	}, func() {
-		copied = time.Now()
+		copiedAt.Store(time.Now().UnixNano())
 		close(stop)
 	})
-	if copied.IsZero() {
+	var copied time.Time
+	if ns := copiedAt.Load(); ns != 0 {
+		copied = time.Unix(0, ns)
+	} else {
 		close(stop)
 	}
 	ticker.Wait()
@@ -223,7 +242,7 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 // alone, then its indexes side by side, then its primary key; the foreign
 // keys last, one after another. Weights are about the work (rows times
 // bytes), so the big tables go first and the small ones fill in.
-func loadTasks(gen *dbgen.Generator, o LoadOptions, done progressOf) (tasks []*task, loads []*tableLoad, total int64) {
+func loadTasks(gen *dbgen.Generator, o LoadOptions, done map[string]bool) (tasks []*task, loads []*tableLoad, total int64) {
 	keys := keysByTable()
 	var pkeys []*task
 	for _, t := range loadOrder {
@@ -231,16 +250,11 @@ func loadTasks(gen *dbgen.Generator, o LoadOptions, done progressOf) (tasks []*t
 		rows := float64(dbgen.Units(t, o.Scale)) * dbgen.RowsPerUnit(t)
 		weight := rows * rowBytes[t]
 		parts := partsOf(t, o.Scale, o.Workers)
-		if n := done.of[name]; n > 0 {
-			parts = n // the parts of the interrupted load
-		}
 		var copies []*task
-		if !done.tables[name] {
-			l := &tableLoad{t: t, parts: parts}
+		var l *tableLoad
+		if !done[name] {
+			l = &tableLoad{t: t, parts: parts}
 			for k := range parts {
-				if done.parts[name][k] {
-					continue
-				}
 				l.left.Add(1)
 				l.total += int64(rows) / int64(parts)
 				copies = append(copies, &task{name: "copy " + name, weight: weight / float64(parts), copy: true,
@@ -251,26 +265,27 @@ func loadTasks(gen *dbgen.Generator, o LoadOptions, done progressOf) (tasks []*t
 			loads = append(loads, l)
 			total += l.total
 		}
-		stats := sqlTask(weight/20, "analyze "+name)
-		if parts > 1 || done.tables[name] {
-			// A table loaded in parts (or by an interrupted load, perhaps
-			// in parts) has its hint bits and visibility map set here, not
-			// by the first query to read it.
-			stats = sqlTask(weight/5, "vacuum (analyze) "+name)
-			stats.settled = true
-		}
-		stats.after(copies...)
 		tasks = append(tasks, copies...)
+		var stats *task
+		switch {
+		case parts > 1 || done[name]:
+			// A table loaded in parts (or by an interrupted load, perhaps
+			// in parts) is recorded done once they are all in, and has its
+			// hint bits and visibility map set here, not by the first query
+			// to read it.
+			stats = vacuumTask(weight/5, name, l)
+			if l != nil {
+				record := doneTask(l).after(copies...)
+				tasks = append(tasks, record)
+				stats.after(record)
+			}
+		default:
+			stats = sqlTask(weight/20, "analyze "+name).after(copies...)
+		}
 		tasks = append(tasks, stats)
 		var indexes []*task
 		for _, ddl := range keys[name].indexes {
-			stmts := []string{ddl}
-			if rows >= bigIndexRows {
-				// Sorted in memory, not in runs on disk: 15% less CPU
-				// for lineitem's keys at SF 1 than with 256MB.
-				stmts = []string{raiseMaintenanceMem("1GB"), ddl, "reset maintenance_work_mem", raiseMaintenanceMem("256MB")}
-			}
-			indexes = append(indexes, sqlTask(weight/2, stmts...).after(stats))
+			indexes = append(indexes, sqlTask(weight/2, ddl).after(stats))
 		}
 		tasks = append(tasks, indexes...)
 		if len(keys[name].pkeys) > 0 {
@@ -296,23 +311,10 @@ func raiseMaintenanceMem(size string) string {
 	return fmt.Sprintf("select set_config('maintenance_work_mem', '%[1]s', false) where pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('%[1]s')", size)
 }
 
-// bigIndexRows is the size from which a table's indexes are built with
-// maintenance_work_mem at 1GB (the session's is 256MB).
-const bigIndexRows = 1_000_000
-
 // rowBytes is about the size of a row of each table in a binary COPY.
 var rowBytes = map[dbgen.Table]float64{
 	dbgen.Lineitem: 200, dbgen.Orders: 160, dbgen.PartSupp: 170, dbgen.Part: 170,
 	dbgen.Customer: 210, dbgen.Supplier: 190, dbgen.Nation: 140, dbgen.Region: 130,
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // meta is the meta row.
@@ -385,7 +387,7 @@ func prepare(ctx context.Context, conn *pgx.Conn, o LoadOptions) ([]string, erro
 			return nil, errs.Usage(fmt.Sprintf("run `tunebench load tpch --scale %g` to resume it, or add --drop to start over", m.Scale),
 				"an interrupted load of scale %g (foreign keys %v) is here", m.Scale, m.ForeignKeys)
 		case ok:
-			in := loadspace.RelationBytes(ctx, conn, readDone(m.TablesDone).started())
+			in := loadspace.RelationBytes(ctx, conn, m.TablesDone)
 			return m.TablesDone, o.Space.Check(ctx, conn, dataBytes(o.Scale)-in)
 		case len(have) > 0:
 			return nil, errs.Usage("add --drop to replace them (their data is lost), or load into another database",

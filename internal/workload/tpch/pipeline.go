@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -281,4 +283,57 @@ func parallel(ctx context.Context, connect Connector, workers int, stmts []strin
 		tasks[i] = sqlTask(float64(len(stmts)-i), s)
 	}
 	return runPipeline(ctx, connect, workers, tasks, func(*task, int, int) {}, func() {})
+}
+
+// vacuumTask is the VACUUM (ANALYZE) of a table loaded in parts. A page
+// is marked all-visible only when no transaction older than its rows is
+// open, so it first waits (up to settleWait) until no other session of the
+// database has a snapshot or a transaction older than the parts' commits
+// (l.horizon; 0: loaded by an earlier, interrupted load). The scheduler
+// already runs it after the load's own steps that began before
+// (task.settled); this covers the sessions of others, such as an
+// autovacuum worker's ANALYZE.
+func vacuumTask(weight float64, table string, l *tableLoad) *task {
+	vacuum := sqlTask(weight, "vacuum (analyze) "+table)
+	t := &task{name: vacuum.name, weight: weight, settled: true}
+	t.run = func(ctx context.Context, conn *pgx.Conn) error {
+		if l != nil {
+			if h := l.horizon.Load(); h > 0 {
+				if err := settle(ctx, conn, h); err != nil {
+					return err
+				}
+			}
+		}
+		return vacuum.run(ctx, conn)
+	}
+	return t
+}
+
+// settleWait bounds the wait for older transactions: past it the VACUUM
+// runs anyway (its hint bits are set; the pages older snapshots could
+// still need stay not all-visible until a later vacuum).
+const settleWait = 30 * time.Second
+
+// settle waits until no other session of the database holds a snapshot
+// or a transaction id older than next (a full transaction id), apart from
+// autovacuum's VACUUMs (which the visibility horizon ignores).
+func settle(ctx context.Context, conn *pgx.Conn, next uint64) error {
+	old := strconv.FormatUint(next&0xffffffff, 10)
+	deadline := time.Now().Add(settleWait)
+	for {
+		var n int
+		err := conn.QueryRow(ctx, `select count(*) from pg_stat_activity
+			where pid <> pg_backend_pid() and datname = current_database()
+			and not (backend_type = 'autovacuum worker' and query like 'autovacuum: VACUUM%' and query not like '%ANALYZE%')
+			and ((backend_xmin is not null and age(backend_xmin) > age($1::xid))
+				or (backend_xid is not null and age(backend_xid) > age($1::xid)))`, old).Scan(&n)
+		if err != nil || n == 0 || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -82,7 +82,7 @@ func (Workload) Options() option.Set {
 			Doc: "seed of the substitution parameters, to give every run of an experiment the same queries (0 = the run's seed)"},
 		{Name: "seed", Kind: option.KindInt, FlagOnly: true, Role: option.RoleSeed,
 			Doc: "the run's seed, from which the substitution parameters are drawn unless {query_seed} (0 = from the clock; stored with the run: the same seed gives the same parameters)"},
-	}, workload.JobsOptions("the big tables go in as key ranges side by side, and the indexes are built side by side")...)
+	}, workload.JobsOptions("the big tables go in as parts side by side (taking their chunks in turn), and the indexes are built side by side")...)
 }
 
 // Validate checks the rules between options.
@@ -100,10 +100,12 @@ func (Workload) LoadHelp() workload.Help {
 		Short: "Load the eight TPC-H-like tables, row for row as the TPC's dbgen generates them",
 		Long: `Creates part, supplier, partsupp, customer, orders, lineitem, nation and region with the
 specification's column types, generates their rows as dbgen does (identical data, so
-the reference answers apply) in parallel chunks streamed into COPY FREEZE, one table
-per transaction, then builds the primary keys and the usual indexes, the foreign keys
-with --foreign-keys, and runs ANALYZE. The progress line shows rows/s and the time left
-per table; the end shows the generator's CPU time.
+the reference answers apply) in parallel chunks streamed into binary COPY over --jobs
+connections: a small table (or any with one job) whole, in one transaction with FREEZE;
+a big one in parts side by side, one per job, then one VACUUM. Each table's ANALYZE
+and indexes follow as soon as its data is in, beside the COPY of the others; then the
+primary keys, and the foreign keys with --foreign-keys. The progress line shows rows/s
+and the time left per table; the end shows the generator's CPU time.
 
 An interrupted load is resumed by running the same command again: finished tables are
 kept, the rest are redone. A database with a complete load, or with other data in
