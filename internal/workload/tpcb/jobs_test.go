@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	oexec "os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,21 +53,8 @@ func TestJobsLoadPgbenchData(t *testing.T) {
 			}
 		}
 		for _, table := range tableNames {
-			var plan []string
-			rows, err := conn.Query(ctx, "explain (analyze, buffers, costs off, timing off) select count(*) from "+table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, line)
-			}
-			rows.Close()
-			if p := strings.Join(plan, "\n"); strings.Contains(p, "dirtied=") {
-				t.Errorf("jobs %d: the first scan of %s dirtied pages:\n%s", jobs, table, p)
+			if n, plan := testutil.ScanDirtied(ctx, t, conn, table); n > 0 {
+				t.Errorf("jobs %d: the first scan of %s dirtied %d pages:\n%s", jobs, table, n, plan)
 			}
 		}
 		var notVisible int64

@@ -99,37 +99,6 @@ func sameAsOracle(ctx context.Context, t *testing.T, conn *pgx.Conn, dir string)
 	}
 }
 
-// firstScanDirties is how many pages a first full scan of each table
-// dirties (hint bits set by the reader: a rewrite of the table).
-func firstScanDirties(ctx context.Context, t *testing.T, conn *pgx.Conn) map[string]int {
-	t.Helper()
-	out := map[string]int{}
-	for _, tb := range dbgen.Tables() {
-		rows, err := conn.Query(ctx, "explain (analyze, buffers, costs off, timing off) select count(*) from "+tb.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			if _, after, ok := strings.Cut(line, "dirtied="); ok {
-				var n int
-				for _, c := range after {
-					if c < '0' || c > '9' {
-						break
-					}
-					n = n*10 + int(c-'0')
-				}
-				out[tb.String()] += n
-			}
-		}
-		rows.Close()
-	}
-	return out
-}
-
 // At 1 and 3 jobs the data is dbgen's, row for row; at 3 lineitem goes
 // in 3 parts side by side; and in both the first scan of a table
 // dirties no page (COPY FREEZE, or the load's VACUUM, set the hint bits).
@@ -155,9 +124,9 @@ func TestJobsLoadDbgenData(t *testing.T) {
 			t.Errorf("jobs %d: parts %v, want lineitem in %d and region whole", jobs, parts, wantParts)
 		}
 		sameAsOracle(ctx, t, conn, dir)
-		for tb, n := range firstScanDirties(ctx, t, conn) {
-			if n > 0 {
-				t.Errorf("jobs %d: a first scan of %s dirtied %d pages", jobs, tb, n)
+		for _, tb := range dbgen.Tables() {
+			if n, plan := testutil.ScanDirtied(ctx, t, conn, tb.String()); n > 0 {
+				t.Errorf("jobs %d: a first scan of %s dirtied %d pages:\n%s", jobs, tb, n, plan)
 			}
 		}
 		// And the pages are all-visible: no vacuum is left for later. Parts
