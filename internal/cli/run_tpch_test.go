@@ -71,7 +71,7 @@ func TestTPCHLoadValidateRun(t *testing.T) {
 	conn := []string{"--server-dir", srv.Dir(), "-d", db}
 	target := append(append([]string{}, conn...), "--results", tempPath(t, "results.db"))
 
-	r := h.must(0, append([]string{"load", "tpch", "--scale", "0.01", "--load-workers", "2"}, conn...)...)
+	r := h.must(0, append([]string{"load", "tpch", "--scale", "0.01", "--jobs", "2"}, conn...)...)
 	for _, want := range []string{"loaded tpch scale 0.01 with 2 jobs: 86805 rows", "generator CPU", "lineitem"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("load output lacks %q:\n%s", want, r)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
+	"github.com/tunebench/tunebench/internal/workload"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/tunebench/tunebench/internal/errs"
@@ -171,19 +172,7 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 	loadCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, workers)
-	stop := make(chan struct{})
-	go func() {
-		tk := time.NewTicker(250 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tk.C:
-				report("generate", rows.Load())
-			}
-		}
-	}()
+	stop := workload.Every(250*time.Millisecond, func() { report("generate", rows.Load()) })
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -204,7 +193,7 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 		}()
 	}
 	wg.Wait()
-	close(stop)
+	stop()
 	close(errc)
 	if err := firstError(errc, ctx); err != nil {
 		return st, err

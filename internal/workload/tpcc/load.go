@@ -16,6 +16,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/metrics"
+	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/loadspace"
 )
 
@@ -225,23 +226,11 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopTicker := make(chan struct{})
-	tickerDone := make(chan struct{})
-	go func() {
-		defer close(tickerDone)
-		tk := time.NewTicker(250 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-stopTicker:
-				return
-			case <-tk.C:
-				p := sc.progress()
-				p.Rows, p.TotalRows = rows.Load(), total
-				report(p)
-			}
-		}
-	}()
+	stopTicker := workload.Every(250*time.Millisecond, func() {
+		p := sc.progress()
+		p.Rows, p.TotalRows = rows.Load(), total
+		report(p)
+	})
 
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
@@ -306,8 +295,7 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 		}()
 	}
 	wg.Wait()
-	close(stopTicker)
-	<-tickerDone
+	stopTicker()
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}

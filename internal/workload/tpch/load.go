@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
+	"github.com/tunebench/tunebench/internal/workload"
 
 	"github.com/jackc/pgx/v5"
 
@@ -175,24 +176,11 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 	gen := b.gen
 	st.TextPool = b.took
 	tasks, loads, total := loadTasks(gen, o, done)
-	stop := make(chan struct{})
-	var ticker sync.WaitGroup
-	ticker.Add(1)
-	go func() {
-		defer ticker.Done()
-		tk := time.NewTicker(200 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tk.C:
-				p := copyProgress(loads, total)
-				p.Elapsed = time.Since(start)
-				progress(p)
-			}
-		}
-	}()
+	stop := workload.Every(200*time.Millisecond, func() {
+		p := copyProgress(loads, total)
+		p.Elapsed = time.Since(start)
+		progress(p)
+	})
 	var copiedAt atomic.Int64 // unix ns of the last COPY's end
 	err = runPipeline(ctx, connect, o.Workers, tasks, func(t *task, n, all int) {
 		if copiedAt.Load() == 0 {
@@ -201,15 +189,13 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 		progress(LoadProgress{Phase: "keys", Detail: t.name, Rows: int64(n), TotalRows: int64(all), Frac: float64(n) / float64(all), ETA: -1, Elapsed: time.Since(start)})
 	}, func() {
 		copiedAt.Store(time.Now().UnixNano())
-		close(stop)
+		stop()
 	})
+	stop()
 	var copied time.Time
 	if ns := copiedAt.Load(); ns != 0 {
 		copied = time.Unix(0, ns)
-	} else {
-		close(stop)
 	}
-	ticker.Wait()
 	for _, l := range loads {
 		if l.ended.Load() == 0 {
 			continue
