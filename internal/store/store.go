@@ -365,12 +365,10 @@ func (s *Store) migrate(ctx context.Context) error {
 			"upgrade tunebench to read this file, or set "+EnvResults+" to another file",
 			"results store %s has schema version %d, newer than the %d this tunebench knows", s.path, cur, len(ms))
 	}
-	for v := cur + 1; v <= len(ms); v++ {
-		if err := s.applyMigration(ctx, v, ms[v-1]); err != nil {
-			return err
-		}
+	if cur == len(ms) {
+		return nil
 	}
-	return nil
+	return s.applyMigrations(ctx, ms)
 }
 
 // retryBusy runs f again while it fails with SQLITE_BUSY, up to the busy
@@ -413,43 +411,45 @@ func (s *Store) schemaVersion(ctx context.Context) (int, error) {
 	return int(v.Int64), nil
 }
 
-// applyMigration applies migration version v in one transaction, unless
-// another process applied it in the meantime.
-func (s *Store) applyMigration(ctx context.Context, v int, stmts string) error {
-	fail := func(err error) error {
+// applyMigrations brings the schema to the last version in one
+// transaction: another process opening the file read-only (a merge waiting
+// for a shard's store) sees no schema or the whole of it, never a store
+// half made.
+func (s *Store) applyMigrations(ctx context.Context, ms []string) error {
+	fail := func(v int, err error) error {
 		return errs.Wrap(errs.KindInternal, err, "", "results store %s: schema migration %d", s.path, v)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fail(err)
+		return fail(len(ms), err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     applied_at TEXT NOT NULL
 )`); err != nil {
-		return fail(err)
+		return fail(len(ms), err)
 	}
 	var have sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&have); err != nil {
-		return fail(err)
+		return fail(len(ms), err)
 	}
-	if int(have.Int64) >= v {
-		return nil // applied concurrently
-	}
-	if int(have.Int64) != v-1 {
-		return fail(fmt.Errorf("schema is at version %d, expected %d", have.Int64, v-1))
-	}
-	for _, stmt := range splitStatements(stmts) {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fail(err)
+	// Versions another process applied since we looked are skipped.
+	for v := int(have.Int64) + 1; v <= len(ms); v++ {
+		for _, stmt := range splitStatements(ms[v-1]) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fail(v, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+			v, time.Now().UTC().Format(time.RFC3339)); err != nil {
+			return fail(v, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
-		v, time.Now().UTC().Format(time.RFC3339)); err != nil {
-		return fail(err)
+	if err := tx.Commit(); err != nil {
+		return fail(len(ms), err)
 	}
-	return fail(tx.Commit())
+	return nil
 }
 
 // splitStatements splits a migration script on semicolons that end a line.
