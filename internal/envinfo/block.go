@@ -1,6 +1,7 @@
 package envinfo
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -190,4 +191,37 @@ func sysInt(dir, name string) (int64, bool) {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// BlockDevices names the disks whose request queues serve path: the
+// filesystem's device (a partition's disk) and every device beneath it
+// (an md array's or a volume's members, a loop file's device). None for a
+// filesystem without a block device (tmpfs).
+func BlockDevices(ctx context.Context, path string) ([]string, error) {
+	f, err := FSInfo(path)
+	if err != nil {
+		return nil, err
+	}
+	StorageInfo(ctx, f)
+	var out []string
+	seen := map[string]bool{}
+	var walk func(b *Block)
+	walk = func(b *Block) {
+		if b == nil {
+			return
+		}
+		name := b.Name
+		if b.Disk != "" {
+			name = b.Disk
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+		for _, l := range b.Lower {
+			walk(l)
+		}
+	}
+	walk(f.Block)
+	return out, nil
 }

@@ -43,7 +43,10 @@ type Snapshot struct {
 	// Envelope is the hardware envelope the server ran in (an
 	// experiment's matrix.envelope), nil otherwise.
 	Envelope *Envelope `json:"envelope,omitempty"`
-	Postgres *Postgres `json:"postgres,omitempty"`
+	// Kernel are the kernel settings an experiment set for the run
+	// (target.kernel, matrix.kernel), with the values they replaced.
+	Kernel   []KernelSetting `json:"kernel,omitempty"`
+	Postgres *Postgres       `json:"postgres,omitempty"`
 	// Server is where the server is and the round trip to it (nil when
 	// not recorded: no connection, or a run before this field).
 	Server   *Server   `json:"server,omitempty"`

@@ -109,6 +109,10 @@ func CPUPctBetween(prev, cur CPUTimes) (p CPUPct, ok bool) {
 type Mem struct {
 	Total, Free, Available, Buffers, Cached, SReclaimable, Shmem, Dirty, Writeback uint64
 	HasAvailable                                                                   bool
+	// HugePages are the default-size huge page counters (HugePages_Total,
+	// _Free, _Rsvd, _Surp: counts, not bytes) and HugePageSize their size
+	// in bytes.
+	HugePagesTotal, HugePagesFree, HugePagesRsvd, HugePagesSurp, HugePageSize uint64
 }
 
 // Used is memory in use: MemTotal - MemAvailable (what procps' free shows
@@ -174,6 +178,16 @@ func ParseMeminfo(b []byte) (Mem, error) {
 			m.Dirty = v
 		case "Writeback":
 			m.Writeback = v
+		case "HugePages_Total":
+			m.HugePagesTotal = v
+		case "HugePages_Free":
+			m.HugePagesFree = v
+		case "HugePages_Rsvd":
+			m.HugePagesRsvd = v
+		case "HugePages_Surp":
+			m.HugePagesSurp = v
+		case "Hugepagesize":
+			m.HugePageSize = v
 		}
 	}
 	if seen < 2 {
