@@ -13,6 +13,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/experiment"
+	"github.com/tunebench/tunebench/internal/kernel"
 	"github.com/tunebench/tunebench/internal/live"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
@@ -175,7 +176,8 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags,
 	defer flush()
 	lab := &experiment.Lab{Registry: s.Registry, Drivers: s.drivers(), Spec: spec, Plan: plan, Store: st, Version: Version,
 		Progress: progress, Getenv: s.Getenv, LookupEnv: s.LookupEnv, Redactor: s.Redactor, Log: s.Stderr, Stdout: runOut, Stderr: runErrOut,
-		Observe: obs.observe, LoadProgress: newLoadBar(s).update, LoadNote: func(string, ...any) {}, AllowDestroy: allowDestroy}
+		Observe: obs.observe, LoadProgress: newLoadBar(s).update, LoadNote: func(string, ...any) {}, AllowDestroy: allowDestroy,
+		KernelJournal: kernel.JournalPath(s.Getenv)}
 	if lv != nil {
 		lab.Live = func(w workload.Workload, planRun int, planLabel string) *live.Run {
 			return lv.newRun(w, plan.Name, planRun, planLabel, workload.Shard{})
@@ -185,6 +187,9 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags,
 		observeExperiment(s, plan, ev)
 		liveObs(ev)
 	}}
+	if s.Environ != nil {
+		r.Environ = s.Environ()
+	}
 	if !spec.SeedSet && !resume {
 		s.eprintf("random order with seed %d (add `seed: %d` to the file to repeat this order)\n", plan.Seed, plan.Seed)
 	}
@@ -194,6 +199,9 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags,
 		s.printf("\n")
 		how := fmt.Sprintf("`tunebench experiment show %s --include-errors`", plan.Name)
 		if err := printExperimentResults(context.WithoutCancel(ctx), s, st, plan.Name, false, how); err != nil && runErr == nil {
+			runErr = err
+		}
+		if err := printHooks(context.WithoutCancel(ctx), s, st, out.ExperimentID, false, "`tunebench experiment show "+plan.Name+" --hooks`"); err != nil && runErr == nil {
 			runErr = err
 		}
 		s.printf("experiment %s: %s (%d runs in this attempt, %d kept from before) in %s\n", plan.Name, out.Status, out.Ran, out.Skipped, st.Path())
@@ -225,6 +233,10 @@ func observeExperiment(s *State, p *experiment.Plan, ev experiment.Event) {
 		case experiment.StepRun:
 			s.eprintf("== run %d/%d %s (plan #%d, ETA %s)\n", ev.Ordinal, ev.Total, p.DescribeRun(ev.Step.Run), ev.Step.Run+1, ev.ETA)
 		case experiment.StepReset, experiment.StepCooldown:
+		case experiment.StepHook:
+			if !ev.Step.PerRun { // the hooks around each run say only a failure
+				s.eprintf("== %s\n", brief(p.DescribeStep(ev.Step), 100))
+			}
 		default:
 			s.eprintf("== %s\n", p.DescribeStep(ev.Step))
 		}
@@ -234,6 +246,8 @@ func observeExperiment(s *State, p *experiment.Plan, ev experiment.Event) {
 		case experiment.StepRun:
 			res := ev.Result
 			switch {
+			case ev.SkippedBy != "":
+				s.eprintf("   run %d/%d skipped: %s\n", ev.Ordinal, ev.Total, ev.SkippedBy)
 			case res != nil && res.RunID != 0:
 				s.eprintf("   run %d/%d: %s (run %d, %s) in %s\n", ev.Ordinal, ev.Total, res.Brief, res.RunID, res.Status, took)
 			case res != nil && res.Status != "" && rescued(ev.Err):
@@ -261,6 +275,16 @@ func observeExperiment(s *State, p *experiment.Plan, ev experiment.Event) {
 		case experiment.StepClose:
 			if ev.Err == nil {
 				s.eprintf("   settings restored\n")
+			}
+		case experiment.StepKernel:
+			if ev.Err == nil {
+				s.eprintf("   set and read back in %s\n", took)
+			}
+		case experiment.StepHook:
+			if h := ev.Hook; h != nil && !h.OK() {
+				s.eprintf("   %s\n", experiment.HookFailure(h))
+			} else if h != nil && !ev.Step.PerRun {
+				s.eprintf("   done in %s\n", took)
 			}
 		}
 	}
@@ -323,9 +347,9 @@ func newExperimentListCmd(s *State) *cobra.Command {
 
 func newExperimentShowCmd(s *State) *cobra.Command {
 	var rf resultsFlag
-	var runs, includeErrors bool
+	var runs, includeErrors, hooks bool
 	cmd := &cobra.Command{
-		Use:   "show NAME [--runs] [--include-errors]",
+		Use:   "show NAME [--runs] [--include-errors] [--hooks]",
 		Short: "Show an experiment: its plan, progress and results per configuration (--runs: and every run)",
 		Long: `Show an experiment: its status, and per configuration and x value the runs
 counted out of those planned and the median, min and max of the workload's
@@ -350,7 +374,10 @@ could not run); those are named under the table and left out unless
 				ended = e.EndedAt.Local().Format("2006-01-02 15:04:05")
 			}
 			s.printf("experiment %s: %s, started %s, ended %s\n", e.Name, e.Status, e.StartedAt.Local().Format("2006-01-02 15:04:05"), ended)
-			if err := printExperimentResults(cmd.Context(), s, st, e.Name, includeErrors, "--include-errors"); err != nil || !runs {
+			if err := printExperimentResults(cmd.Context(), s, st, e.Name, includeErrors, "--include-errors"); err != nil {
+				return err
+			}
+			if err := printHooks(cmd.Context(), s, st, e.ID, hooks, "--hooks"); err != nil || !runs {
 				return err
 			}
 			list, err := st.ListRuns(cmd.Context(), store.ListFilter{Experiment: e.Name})
@@ -364,6 +391,7 @@ could not run); those are named under the table and left out unless
 		},
 	}
 	cmd.Flags().BoolVar(&runs, "runs", false, "also list every run in the workload's own columns")
+	cmd.Flags().BoolVar(&hooks, "hooks", false, "list every hook the experiment ran, with its output")
 	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the runs with status errors for an outage or checks that could not run in the medians")
 	rf.add(cmd.Flags())
 	return cmd

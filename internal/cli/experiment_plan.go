@@ -39,6 +39,12 @@ func printPlan(s *State, p *experiment.Plan, todo func(int) bool, seedChosen boo
 	if len(p.BaseSettings) > 0 {
 		s.printf("base settings: %s\n", experiment.SettingsText(p.BaseSettings))
 	}
+	if len(p.BaseKernel) > 0 {
+		s.printf("kernel settings of every run: %s (root; restored at the end)\n", experiment.SettingsText(p.BaseKernel))
+	}
+	for _, h := range p.Hooks {
+		s.printf("hook %s: %s (timeout %s)\n", h.Point, h.Command, h.TimeoutD())
+	}
 	order := p.Order
 	if p.Order != experiment.OrderSequential {
 		order += fmt.Sprintf(" (seed %d)", p.Seed)
@@ -78,6 +84,10 @@ func printPlan(s *State, p *experiment.Plan, todo func(int) bool, seedChosen boo
 			}
 			lines = append(lines, line{cells: [5]string{strconv.Itoa(st.Run + 1), r.Label, p.FormatX(r.X), kind, est}})
 		case experiment.StepReset, experiment.StepCooldown:
+		case experiment.StepHook:
+			if !st.PerRun { // the hooks around each run are listed above
+				lines = append(lines, line{note: "-- " + p.DescribeStep(st)})
+			}
 		default:
 			lines = append(lines, line{note: fmt.Sprintf("-- %s (%s)", p.DescribeStep(st), st.Estimate.Round(time.Second))})
 		}

@@ -163,6 +163,13 @@ func (h *harness) state(sig <-chan os.Signal) (*cli.State, *syncBuf, *syncBuf) {
 		Stdout: out,
 		Stderr: errb,
 		Getenv: func(k string) string { return h.env[k] },
+		Environ: func() []string {
+			env := []string{"PATH=" + os.Getenv("PATH")}
+			for k, v := range h.env {
+				env = append(env, k+"="+v)
+			}
+			return env
+		},
 		LookupEnv: func(k string) (string, bool) {
 			v, ok := h.env[k]
 			return v, ok

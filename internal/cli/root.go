@@ -82,6 +82,9 @@ or start the server, 4 run finished with errors over the threshold, 5 consistenc
 check failed, 6 missing dependency (binary, user), 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			restoreKernelLeftovers(s, cmd)
+		},
 	}
 	root.SetOut(s.Stdout)
 	root.SetErr(s.Stderr)

@@ -28,8 +28,11 @@ type State struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
 	LookupEnv      func(string) (string, bool)
-	StderrTTY      bool
-	Redactor       *redact.Redactor
+	// Environ is the whole environment, for the commands tunebench runs
+	// for the user (an experiment's hooks); nil: none.
+	Environ   func() []string
+	StderrTTY bool
+	Redactor  *redact.Redactor
 	// Registry holds the workloads; the commands for load, run and check
 	// are made from it.
 	Registry *workload.Registry
@@ -51,6 +54,7 @@ func NewOSState(reg *workload.Registry, drivers []target.Driver) *State {
 		Stderr:    os.Stderr,
 		Getenv:    os.Getenv,
 		LookupEnv: os.LookupEnv,
+		Environ:   os.Environ,
 		StderrTTY: isatty.IsTerminal(os.Stderr.Fd()),
 		Redactor:  redact.New(),
 		Registry:  reg,

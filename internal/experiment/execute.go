@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,23 @@ type Store interface {
 	SetExperimentStatus(ctx context.Context, id int64, status string, ended time.Time) error
 	SetExperimentPlan(ctx context.Context, id int64, plan json.RawMessage) error
 	SavePlanLink(ctx context.Context, l store.PlanLink) error
+	SaveHook(ctx context.Context, h store.HookRecord) error
+	AddRunReason(ctx context.Context, runID int64, code, detail string) error
+}
+
+// KernelTarget is a Target that sets kernel settings (matrix.kernel) of
+// its machine and devices; they stay until Close (queue settings) or the
+// Env's Finish.
+type KernelTarget interface {
+	Kernel(ctx context.Context, settings []Setting) error
+}
+
+// Finisher is an Env with work at the very end of an experiment, after
+// the last target closed (restoring the machine's kernel settings); it is
+// called also after an interruption, with a context that is not
+// cancelled.
+type Finisher interface {
+	Finish(ctx context.Context) error
 }
 
 // Env opens the target of a data directory ("" when the matrix has no
@@ -121,6 +139,10 @@ type Event struct {
 	Result    *RunResult
 	Loaded    bool // load: data was loaded (false: it was there already)
 	Restarted bool // apply: the server was restarted
+	// Hook is what a hook step ran; SkippedBy says why a run did not run
+	// (a before hook failed).
+	Hook      *store.HookRecord
+	SkippedBy string
 	Status    string
 	Resumed   bool
 }
@@ -134,6 +156,11 @@ type Runner struct {
 	Env     Env
 	Clock   Clock
 	Observe Observer
+	// Hook runs a hook's command (nil: RunHookCommand).
+	Hook HookExec
+	// Environ is the environment hooks start from (the process's: PATH,
+	// HOME...), before the variables that say where they are.
+	Environ []string
 }
 
 // Outcome is what Execute did.
@@ -143,6 +170,7 @@ type Outcome struct {
 	Ran          int    // runs done in this attempt (warm-up runs included)
 	Skipped      int    // completed runs skipped on resume
 	Failed       int    // runs that failed (not stored, or stored as failed)
+	HookSkipped  int    // runs not done because a before hook failed
 }
 
 // Execute runs the plan: a new experiment, or with resume the experiment of
@@ -234,13 +262,27 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 		fatal    error // what stopped the experiment
 		ordinal  int
 		finished bool
+		hk       = hookState{skipBlock: -1, skipRun: map[int]string{}, pending: map[int][]store.HookRecord{}, runIDs: map[int]RunResult{}}
 	)
+	hookExec := r.Hook
+	if hookExec == nil {
+		hookExec = RunHookCommand
+	}
+	saveHook := func(h store.HookRecord) {
+		h.ExperimentID = expID
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := r.Store.SaveHook(sctx, h); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	var lastTarget Target // for the hooks after the last close
 	closeTarget := func() error {
 		if target == nil {
 			return nil
 		}
 		t := target
-		target = nil
+		target, lastTarget = nil, t
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
 		return t.Close(cctx)
@@ -250,6 +292,26 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 		if ctx.Err() != nil {
 			fatal = ctx.Err()
 			break
+		}
+		if why := hk.skipped(p, s); why != "" {
+			if s.Kind == StepRun {
+				ordinal++
+				out.HookSkipped++
+				for _, h := range hk.pending[s.Run] {
+					saveHook(h)
+				}
+				delete(hk.pending, s.Run)
+				l := p.Link(expID, s.Run)
+				l.Status = store.StatusSkipped
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				if err := r.Store.SavePlanLink(sctx, l); err != nil && runErr == nil {
+					runErr = err
+				}
+				cancel()
+				observe(Event{Kind: EventStepDone, Step: s, Ordinal: ordinal, Total: total, SkippedBy: why})
+			}
+			eta.done(si, 0)
+			continue
 		}
 		ev := Event{Kind: EventStep, Step: s}
 		if s.Kind == StepRun {
@@ -269,6 +331,28 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 			done.Loaded, err = target.Load(ctx, &p.Configs[s.Config])
 		case StepApply:
 			done.Restarted, err = target.Apply(ctx, s.Settings)
+		case StepKernel:
+			kt, ok := target.(KernelTarget)
+			if !ok {
+				err = errs.Usage("remove matrix.kernel, or run the experiment on a target tunebench manages", "this target cannot set kernel settings")
+				break
+			}
+			err = kt.Kernel(ctx, s.Kernel)
+		case StepHook:
+			res := hk.runIDs[s.Run]
+			if s.Hook.Point != HookAfterRun || !s.PerRun {
+				res = RunResult{}
+			}
+			rec := hookExec(ctx, *s.Hook, p.hookVars(r.Environ, cmp.Or(target, lastTarget), s, res.RunID, res.Status))
+			rec.Config, rec.RunID = "", res.RunID
+			if s.Hook.Point != HookBeforeExperiment && s.Hook.Point != HookAfterExperiment {
+				rec.Config = p.Configs[s.Config].Label
+			}
+			if s.PerRun {
+				rec.PlanIndex = s.Run
+			}
+			done.Hook = &rec
+			err = hk.after(ctx, r.Store, p, s, &rec, saveHook, &runErr)
 		case StepReset:
 			err = target.Reset(ctx)
 		case StepCooldown:
@@ -278,6 +362,12 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 		case StepRun:
 			res, rerr := r.run(ctx, target, p, expID, s.Run)
 			done.Result, err = &res, rerr
+			hk.runIDs[s.Run] = res
+			for _, h := range hk.pending[s.Run] {
+				h.RunID = res.RunID
+				saveHook(h)
+			}
+			delete(hk.pending, s.Run)
 			out.Ran++
 			if res.RunID != 0 && res.Status == store.StatusFailed {
 				out.Failed++
@@ -314,12 +404,25 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 		finished = true
 	}
 	cerr := closeTarget()
+	var ferr error
+	if f, ok := r.Env.(Finisher); ok {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		ferr = f.Finish(fctx)
+		cancel()
+	}
+	if hk.afterExperiment != nil && fatal == nil {
+		fatal = hk.afterExperiment
+	}
+	if out.HookSkipped > 0 && runErr == nil {
+		runErr = errs.New(errs.KindRunErrors, "see why with tunebench experiment show "+p.Name+" --hooks; --resume runs them",
+			"%d run(s) skipped because a before hook failed", out.HookSkipped)
+	}
 
 	status := store.ExpDone
 	switch {
 	case !finished && interrupted(ctx, fatal):
 		status = store.ExpInterrupted
-	case !finished || out.Failed > 0:
+	case !finished || out.Failed > 0 || out.HookSkipped > 0:
 		status = store.ExpFailed
 	}
 	ended := clock.Now()
@@ -351,7 +454,7 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 	if cerr != nil {
 		cerr = errs.Wrap(errs.KindConnect, cerr, "check the server log; settings may need restoring by hand (tunebench server stop restores them)", "closing the target")
 	}
-	final = joinKeepKind(final, cerr, serr)
+	final = joinKeepKind(final, cerr, ferr, serr)
 	observe(Event{Kind: EventEnd, Status: status, Err: final})
 	return out, final
 }

@@ -21,6 +21,8 @@ type memStore struct {
 	links   map[int64]map[int]store.PlanLink
 	nextRun int64
 	history []string // status changes
+	hooks   []store.HookRecord
+	reasons map[int64][]string // run id -> reasons added
 }
 
 func newMemStore() *memStore {
@@ -91,6 +93,31 @@ func (m *memStore) SavePlanLink(_ context.Context, l store.PlanLink) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.links[l.ExperimentID][l.PlanIndex] = l
+	return nil
+}
+
+func (m *memStore) SaveHook(_ context.Context, h store.HookRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hooks = append(m.hooks, h)
+	return nil
+}
+
+func (m *memStore) AddRunReason(_ context.Context, id int64, code, detail string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reasons == nil {
+		m.reasons = map[int64][]string{}
+	}
+	m.reasons[id] = append(m.reasons[id], code+": "+detail)
+	for _, ls := range m.links {
+		for i, l := range ls {
+			if l.RunID == id && l.Status == store.StatusOK {
+				l.Status = store.StatusErrors
+				ls[i] = l
+			}
+		}
+	}
 	return nil
 }
 
@@ -200,7 +227,8 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 
 func newRunner(st *memStore, env *fakeEnv) (*Runner, *[]Event) {
 	var events []Event
-	return &Runner{Store: st, Env: env, Clock: &fakeClock{now: time.Unix(1000, 0)}, Observe: func(e Event) { events = append(events, e) }}, &events
+	return &Runner{Store: st, Env: env, Clock: &fakeClock{now: time.Unix(1000, 0)}, Observe: func(e Event) { events = append(events, e) },
+		Environ: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}, &events
 }
 
 const execSpec = `name: exec

@@ -16,6 +16,7 @@ import (
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/human"
+	"github.com/tunebench/tunebench/internal/kernel"
 	"github.com/tunebench/tunebench/internal/lifecycle"
 	"github.com/tunebench/tunebench/internal/live"
 	"github.com/tunebench/tunebench/internal/option"
@@ -101,6 +102,13 @@ type Lab struct {
 	// Live, when set, makes each run's live view (--listen): the run key
 	// labels its series and is stored with it.
 	Live func(w workload.Workload, planRun int, planLabel string) *live.Run
+	// KernelJournal is the journal of kernel changes (""
+	// kernel.DefaultJournal); KernelMachine where the kernel's files are
+	// (zero: this machine).
+	KernelJournal string
+	KernelMachine kernel.Machine
+
+	kernel *kernel.Session // the experiment's kernel changes (nil: none yet)
 }
 
 // marker starts the comment of every database an experiment makes.
@@ -116,6 +124,19 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 		ts.Base = append(ts.Base, target.Setting{Name: b.Name, Value: b.Value})
 	}
 	lt := &labTarget{lab: l}
+	for _, b := range spec.Target.Settings {
+		if b.Name == "huge_pages" {
+			lt.hugePagesSetting = strings.ToLower(b.Value)
+		}
+	}
+	if spec.Target.Managed != nil {
+		// Machine-wide kernel settings before the server starts (huge
+		// pages it maps at start). A server given by DSN is checked to
+		// run here first.
+		if err := lt.applyBaseMachine(); err != nil {
+			return nil, err
+		}
+	}
 	if m := spec.Target.Managed; m != nil {
 		ts.DSN = ""
 		ts.Managed = &target.Managed{Dir: dataDir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs}
@@ -138,6 +159,25 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 		return nil, errors.Join(err, lt.teardown(context.WithoutCancel(ctx)))
 	}
 	lt.t = t
+	if l.usesKernel(l.Plan) && t.Remote() {
+		lt.Close(context.WithoutCancel(ctx))
+		return nil, errs.Usage("remove target.kernel and matrix.kernel, or run tunebench on the server's machine",
+			"kernel settings change this machine's kernel, and the server runs on another machine (%s)", t.Describe())
+	}
+	if spec.Target.Managed == nil {
+		if err := lt.applyBaseMachine(); err != nil {
+			lt.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
+	if err := lt.applyBaseQueue(ctx, dataDir); err != nil {
+		lt.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if err := lt.checkHugePages(); err != nil {
+		lt.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	if spec.Target.HostMetrics.Source == target.HostLocal && t.Remote() {
 		lt.Close(context.WithoutCancel(ctx))
 		return nil, errs.Usage("give target.host_metrics: sql (the server's /proc read through the database) or the URL of its node_exporter",
@@ -344,6 +384,7 @@ func (l *Lab) Preflight(_ context.Context, p *Plan) error {
 			}
 		}
 	}
+	problems = append(problems, l.preflightKernel(p)...)
 	for _, c := range p.Configs {
 		if name := c.Storage; name != "" && !seenL[name] {
 			seenL[name] = true
@@ -387,6 +428,11 @@ type labTarget struct {
 	// closed after the server stops; envelope is its record.
 	group    *envelope.Group
 	envelope *envelope.Record
+	// devs are the block devices under the server's data directory (for
+	// queue settings); hugePagesSetting the server's huge_pages as the
+	// experiment set it ("" when it did not).
+	devs             []string
+	hugePagesSetting string
 }
 
 // Apply applies a configuration's settings; they stay until Close.
@@ -398,6 +444,16 @@ func (lt *labTarget) Apply(ctx context.Context, settings []Setting) (bool, error
 	ch, err := lt.t.Settings().Apply(ctx, list)
 	if err != nil {
 		return false, err
+	}
+	for _, s := range settings {
+		if s.Name == "huge_pages" {
+			lt.hugePagesSetting = strings.ToLower(s.Value)
+		}
+	}
+	if ch.Restarted() {
+		if err := lt.checkHugePages(); err != nil {
+			return true, err
+		}
 	}
 	return ch.Restarted(), nil
 }
@@ -418,6 +474,8 @@ func (lt *labTarget) Close(ctx context.Context) error {
 	if lt.t != nil {
 		err = lt.t.Close(ctx)
 	}
+	// The queue settings of its devices, before a layout is taken down.
+	err = errors.Join(err, lt.restoreQueue())
 	if err != nil && lt.group != nil {
 		// The envelope goes (a process still in it is moved out).
 		err = errors.Join(err, lt.group.Close())
@@ -545,7 +603,7 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 		Workload: r, Target: lt.t.WithDatabase(lt.lab.Plan.Database), Options: o, Progress: lt.lab.Progress,
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
 		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
-		Envelope: envelopeRecord(lt.envelope), EnvelopeUsage: lt.usageSince(), Enclose: enclose,
+		Envelope: envelopeRecord(lt.envelope), Kernel: lt.lab.kernelRecord(), EnvelopeUsage: lt.usageSince(), Enclose: enclose,
 		Stdout: lt.lab.Stdout, Stderr: lt.lab.Stderr, HostMetrics: lt.lab.Spec.Target.HostMetrics, Live: lv,
 	})
 	var res RunResult

@@ -42,12 +42,17 @@ type Plan struct {
 	TargetKind   string    `json:"target"` // "managed" or "dsn"
 	Database     string    `json:"database"`
 	BaseSettings []Setting `json:"base_settings,omitempty"`
-	Dimensions   []PlanDim `json:"dimensions"`
-	Baseline     string    `json:"baseline"` // label of the baseline configuration
-	Configs      []Config  `json:"configurations"`
-	Runs         []Run     `json:"runs"`
-	Estimate     Estimate  `json:"estimate"`
-	Fingerprint  string    `json:"fingerprint"`
+	// BaseKernel are the kernel settings of every run (target.kernel).
+	BaseKernel []Setting `json:"base_kernel,omitempty"`
+	// Hooks are the commands run at fixed points (not in the fingerprint:
+	// they do not identify the runs).
+	Hooks       []Hook    `json:"hooks,omitempty"`
+	Dimensions  []PlanDim `json:"dimensions"`
+	Baseline    string    `json:"baseline"` // label of the baseline configuration
+	Configs     []Config  `json:"configurations"`
+	Runs        []Run     `json:"runs"`
+	Estimate    Estimate  `json:"estimate"`
+	Fingerprint string    `json:"fingerprint"`
 	// OptionNames are the workload's options when the plan was made (not in
 	// the fingerprint): a resume by a newer tunebench tells its new options
 	// by them (SameRunsAs).
@@ -76,6 +81,9 @@ type Config struct {
 	Label    string    `json:"label"`
 	Values   []KV      `json:"values"`   // matrix values except the x axis, in matrix order
 	Settings []Setting `json:"settings"` // matrix settings of this configuration
+	// Kernel are the matrix kernel settings of this configuration
+	// (matrix.kernel).
+	Kernel   []Setting `json:"kernel,omitempty"`
 	DataDir  string    `json:"data_dir,omitempty"`
 	Storage  string    `json:"storage,omitempty"`  // the storage layout (matrix.storage)
 	Envelope string    `json:"envelope,omitempty"` // the hardware envelope (matrix.envelope)
@@ -149,7 +157,7 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 		Version: PlanVersion, Name: s.Name, Description: s.Description, Workload: w.Name, Metric: w.Metric,
 		XAxis: s.XAxis, Seed: seed, Order: s.Order, Reset: s.Reset, ResetEvery: s.ResetEvery,
 		Repetitions: s.Repetitions, Shards: s.Shards, WarmupRuns: s.WarmupRuns, CooldownS: s.Cooldown.Seconds(),
-		Database: s.Target.Database, BaseSettings: s.Target.Settings,
+		Database: s.Target.Database, BaseSettings: s.Target.Settings, BaseKernel: s.Target.Kernel, Hooks: s.Hooks,
 		workload: w, spec: s, costs: DefaultCosts(), OptionNames: w.OptionNames(),
 	}
 	p.TargetKind = "managed"
@@ -190,7 +198,7 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 	// Dimensions and the cartesian product of the non-x ones.
 	var dims []Dimension
 	for _, d := range s.Matrix {
-		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir", DimStorage: StorageKey, DimEnvelope: "envelope"}[d.Kind]
+		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir", DimStorage: StorageKey, DimEnvelope: "envelope", DimKernel: KernelKey}[d.Kind]
 		p.Dimensions = append(p.Dimensions, PlanDim{Name: d.Name, Kind: kind, Values: d.Values, XAxis: d.Name == s.XAxis && d.Kind == DimOption})
 		if d.Kind == DimOption && d.Name == s.XAxis {
 			continue
@@ -271,6 +279,8 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 			switch d.Kind {
 			case DimSetting:
 				c.Settings = append(c.Settings, Setting{Name: d.Name, Value: v})
+			case DimKernel:
+				c.Kernel = append(c.Kernel, Setting{Name: d.Name, Value: v})
 			case DimDataDir:
 				c.DataDir = v
 			case DimStorage:
@@ -599,7 +609,8 @@ func (p *Plan) fingerprint() string {
 		Base                   []Setting
 		Configs                []Config
 		Runs                   []runID
-	}{p.Workload, p.XAxis, p.Reset, p.ResetEvery, p.Database, p.BaseSettings, p.Configs, nil}
+		Kernel                 []Setting `json:",omitempty"`
+	}{p.Workload, p.XAxis, p.Reset, p.ResetEvery, p.Database, p.BaseSettings, p.Configs, nil, p.BaseKernel}
 	for _, r := range p.Runs {
 		id.Runs = append(id.Runs, runID{r.Config, r.Repetition, r.X, r.Warmup, r.Block, r.Seed})
 	}

@@ -37,19 +37,27 @@ const (
 	StepCooldown                 // pause before a run
 	StepRun                      // one run
 	StepClose                    // restore settings, stop the server tunebench started
+	StepKernel                   // set the kernel settings that change for a block
+	StepHook                     // run a hook's command
 )
 
 func (k StepKind) String() string {
-	return [...]string{"open", "load", "apply", "reset", "cooldown", "run", "close"}[k]
+	return [...]string{"open", "load", "apply", "reset", "cooldown", "run", "close", "kernel", "hook"}[k]
 }
 
 // Step is one action of the schedule.
 type Step struct {
 	Kind     StepKind
-	DataDir  string        // open, close
-	Config   int           // load, apply, run: the configuration
-	Run      int           // run: the plan run index
-	Settings []Setting     // apply: the settings that change
+	DataDir  string    // open, close
+	Config   int       // load, apply, run: the configuration
+	Run      int       // run: the plan run index
+	Settings []Setting // apply: the settings that change
+	Kernel   []Setting // kernel: the kernel settings that change
+	Hook     *Hook     // hook: the command
+	Block    int       // hook before_config: the block it opens
+	// PerRun is set on the steps that belong to run Run: its reset,
+	// cool-down and hooks (a run skipped by a failed hook skips them).
+	PerRun   bool
 	Restart  bool          // apply: a restart is expected (built-in list of settings)
 	Duration time.Duration // cooldown: the pause
 	Estimate time.Duration
@@ -76,7 +84,17 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 		applied     map[string]string
 		first       = true
 		blockHasRun bool
+		kernel      map[string]string
+		anyRun      bool
 	)
+	hooks := func(point string, st Step) {
+		for i := range p.Hooks {
+			if h := &p.Hooks[i]; h.Point == point {
+				st.Kind, st.Hook = StepHook, h
+				steps = append(steps, st)
+			}
+		}
+	}
 	closeStep := func() {
 		est := c.ServerStop
 		if p.TargetKind == "dsn" {
@@ -89,6 +107,10 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 			continue
 		}
 		cfg := &p.Configs[r.Config]
+		if !anyRun {
+			anyRun = true
+			hooks(HookBeforeExperiment, Step{})
+		}
 		if !open || cfg.DataDir != curDir {
 			if open {
 				closeStep()
@@ -101,7 +123,20 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 				est += c.Reload
 			}
 			steps = append(steps, Step{Kind: StepOpen, DataDir: cfg.DataDir, Estimate: est})
-			open, curDir, curLoad, curBlock, applied = true, cfg.DataDir, "", -1, map[string]string{}
+			open, curDir, curLoad, curBlock, applied, kernel = true, cfg.DataDir, "", -1, map[string]string{}, map[string]string{}
+		}
+		if r.Block != curBlock {
+			var diff []Setting
+			for _, s := range cfg.Kernel {
+				if v, ok := kernel[s.Name]; ok && v == s.Value {
+					continue
+				}
+				diff = append(diff, s)
+				kernel[s.Name] = s.Value
+			}
+			if len(diff) > 0 {
+				steps = append(steps, Step{Kind: StepKernel, Config: r.Config, Kernel: diff, Estimate: 100 * time.Millisecond})
+			}
 		}
 		if k := p.loadKey(cfg); k != curLoad {
 			var est time.Duration
@@ -130,21 +165,27 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 				}
 				steps = append(steps, Step{Kind: StepApply, Config: r.Config, Settings: diff, Restart: restart, Estimate: est})
 			}
+			hooks(HookBeforeConfig, Step{Config: r.Config, Block: r.Block})
 		}
 		if p.Reset == ResetTemplate && (p.ResetEvery != ResetEveryConfiguration || !blockHasRun) {
-			steps = append(steps, Step{Kind: StepReset, Config: r.Config, Estimate: p.resetTime(cfg, c)})
+			steps = append(steps, Step{Kind: StepReset, Config: r.Config, Run: i, PerRun: true, Estimate: p.resetTime(cfg, c)})
 		}
 		blockHasRun = true
 		if !first && p.CooldownS > 0 {
 			d := durationS(p.CooldownS)
-			steps = append(steps, Step{Kind: StepCooldown, Duration: d, Estimate: d})
+			steps = append(steps, Step{Kind: StepCooldown, Run: i, PerRun: true, Duration: d, Estimate: d})
 		}
 		first = false
+		hooks(HookBeforeRun, Step{Config: r.Config, Run: i, PerRun: true})
 		est, known := p.runTime(i, c)
-		steps = append(steps, Step{Kind: StepRun, Config: r.Config, Run: i, Estimate: est, Unknown: !known})
+		steps = append(steps, Step{Kind: StepRun, Config: r.Config, Run: i, PerRun: true, Estimate: est, Unknown: !known})
+		hooks(HookAfterRun, Step{Config: r.Config, Run: i, PerRun: true})
 	}
 	if open {
 		closeStep()
+	}
+	if anyRun {
+		hooks(HookAfterExperiment, Step{})
 	}
 	return steps
 }
@@ -249,31 +290,40 @@ func settingsText(ss []Setting) string {
 // SettingsText is settingsText for callers.
 func SettingsText(ss []Setting) string { return settingsText(ss) }
 
+// describeOpen says how a server is opened.
+func (p *Plan) describeOpen(s Step) string {
+	switch {
+	case p.TargetKind == "dsn":
+		return "connect to the server"
+	case s.DataDir == "":
+		return "start a managed server in a temporary directory"
+	}
+	if storage, envelope, ok := ParseGroup(s.DataDir); ok {
+		var what []string
+		if storage != "" {
+			what = append(what, "make storage layout "+storage)
+		}
+		start := "start a managed server"
+		if storage != "" {
+			start += " on it"
+		}
+		if envelope != "" {
+			start += " in envelope " + envelope
+		}
+		return strings.Join(append(what, start), " and ")
+	}
+	return "start the managed server in " + s.DataDir
+}
+
 // DescribeStep says what a step does, for progress lines and dry runs.
 func (p *Plan) DescribeStep(s Step) string {
 	switch s.Kind {
 	case StepOpen:
-		if p.TargetKind == "dsn" {
-			return "connect to the server"
+		what := p.describeOpen(s)
+		if len(p.BaseKernel) > 0 {
+			what += " (kernel " + settingsText(p.BaseKernel) + ")"
 		}
-		if s.DataDir == "" {
-			return "start a managed server in a temporary directory"
-		}
-		if storage, envelope, ok := ParseGroup(s.DataDir); ok {
-			var what []string
-			if storage != "" {
-				what = append(what, "make storage layout "+storage)
-			}
-			start := "start a managed server"
-			if storage != "" {
-				start += " on it"
-			}
-			if envelope != "" {
-				start += " in envelope " + envelope
-			}
-			return strings.Join(append(what, start), " and ")
-		}
-		return "start the managed server in " + s.DataDir
+		return what
 	case StepLoad:
 		c := &p.Configs[s.Config]
 		var parts []string // the first load option, and the others when not at their default
@@ -313,6 +363,10 @@ func (p *Plan) DescribeStep(s Step) string {
 			return "restore the settings"
 		}
 		return "restore the settings and stop the server"
+	case StepKernel:
+		return "set kernel " + settingsText(s.Kernel)
+	case StepHook:
+		return "hook " + s.Hook.Point + ": " + s.Hook.Command
 	}
 	return s.Kind.String()
 }

@@ -59,7 +59,7 @@ func (lt *labTarget) runShards(ctx context.Context, req RunRequest, r workload.R
 		rq := &lifecycle.Request{
 			Workload: r, Target: tgt, Options: v, Unsharded: o, Shard: rec, Progress: progress,
 			Store: lt.lab.Store, Version: lt.lab.Version, Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: observe,
-			Layout: layoutRecord(lt.layout), Envelope: envelopeRecord(lt.envelope), HostMetrics: lt.lab.Spec.Target.HostMetrics,
+			Layout: layoutRecord(lt.layout), Envelope: envelopeRecord(lt.envelope), Kernel: lt.lab.kernelRecord(), HostMetrics: lt.lab.Spec.Target.HostMetrics,
 		}
 		if i == 0 {
 			rq.Stdout, rq.Stderr = lt.lab.Stdout, lt.lab.Stderr

@@ -57,8 +57,10 @@ type Spec struct {
 	// AllowUnknownSettings turns off the check of setting names against
 	// the built-in list (for settings newer than this tunebench).
 	AllowUnknownSettings bool
+	// Hooks are the commands run at fixed points (hooks:), in file order.
+	Hooks []Hook
 
-	baselineLine, workloadLine, xLine int
+	baselineLine, workloadLine, xLine, kernelLine int
 	// settingKeys are the server settings the file names and where, to
 	// check them against the workload once it is known.
 	settingKeys []settingKey
@@ -98,6 +100,9 @@ type TargetSpec struct {
 	Database string
 	// Settings are the base settings for every run.
 	Settings []Setting
+	// Kernel are the base kernel settings of this machine for every run
+	// (target.kernel): sysctl keys, transparent_hugepage, queue.*.
+	Kernel []Setting
 	// HostMetrics says how the server's host is measured
 	// (target.host_metrics: a source, or a mapping of source, disk,
 	// container_metrics and container).
@@ -140,6 +145,7 @@ const (
 	DimDataDir                 // the managed server's directory (matrix.data_dir)
 	DimStorage                 // a storage layout the managed server runs on (matrix.storage)
 	DimEnvelope                // a hardware envelope the managed server runs in (matrix.envelope)
+	DimKernel                  // a kernel setting of this machine (matrix.kernel.KEY)
 )
 
 // Dimension is one matrix key and its values.
@@ -168,7 +174,7 @@ var managedSettings = map[string]bool{
 }
 
 var topKeys = []string{"name", "description", "target", "workload", "matrix", "x_axis", "repetitions", "shards",
-	"warmup_runs", "order", "seed", "reset", "reset_every", "cooldown", "baseline", "allow_unknown_settings", "layouts", "envelopes"}
+	"warmup_runs", "order", "seed", "reset", "reset_every", "cooldown", "baseline", "allow_unknown_settings", "layouts", "envelopes", "hooks"}
 
 // Parse reads an experiment file. Every problem found is reported in one
 // *SpecError whose lines read "file:line: message".
@@ -326,6 +332,10 @@ func Parse(file string, src []byte, cat Catalog) (*Spec, error) {
 	if f, ok := top["matrix"]; ok {
 		s.parseMatrix(f, p)
 	}
+	s.checkKernelTarget(p)
+	if f, ok := top["hooks"]; ok {
+		s.parseHooks(f, p)
+	}
 	if s.Workload != nil {
 		s.checkXAxis(p)
 		s.checkGoverned(p)
@@ -393,7 +403,7 @@ func (s *Spec) parseTarget(f field, p *problems) {
 	if !ok {
 		return
 	}
-	keys := []string{"managed", "dsn", "restart_command", "database", "settings", "host_metrics"}
+	keys := []string{"managed", "dsn", "restart_command", "database", "settings", "kernel", "host_metrics"}
 	var managedF, dsnF, restartF *field
 	for i := range fields {
 		tf := fields[i]
@@ -461,6 +471,9 @@ func (s *Spec) parseTarget(f field, p *problems) {
 			}
 		case "settings":
 			s.Target.Settings = s.parseSettings(tf, "target.settings", p)
+		case KernelKey:
+			s.kernelLine = tf.keyN.Line
+			s.Target.Kernel = s.parseKernel(tf, "target.kernel", p)
 		case "host_metrics":
 			s.parseHostMetrics(tf, p)
 		default:
@@ -698,7 +711,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 	}
 	var keys []string
 	if s.Workload != nil {
-		keys = append([]string{"settings", "data_dir", StorageKey, "envelope"}, s.Workload.OptionNames()...)
+		keys = append([]string{"settings", KernelKey, "data_dir", StorageKey, "envelope"}, s.Workload.OptionNames()...)
 	}
 	for _, g := range fields {
 		switch {
@@ -732,6 +745,8 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 				}
 				s.addDim(d, p)
 			}
+		case g.key == KernelKey:
+			s.parseMatrixKernel(g, p)
 		case g.key == StorageKey:
 			s.parseListDim(g, DimStorage, p, func(it *yaml.Node, v string) (string, bool) {
 				if _, known := s.Layouts[v]; !known {
@@ -888,7 +903,7 @@ func (s *Spec) parseBaseline(f field, p *problems) {
 		}
 	}
 	for _, g := range fields {
-		key := strings.TrimPrefix(strings.ToLower(g.key), "settings.")
+		key := strings.TrimPrefix(strings.TrimPrefix(strings.ToLower(g.key), "settings."), KernelKey+".")
 		v, ok := scalar(g.value, "baseline."+g.key, p)
 		if !ok {
 			continue

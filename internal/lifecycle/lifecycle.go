@@ -78,6 +78,9 @@ type Request struct {
 	Layout *envinfo.Layout
 	// Envelope is the hardware envelope the target's server runs in.
 	Envelope *envinfo.Envelope
+	// Kernel are the kernel settings in force (an experiment's
+	// target.kernel and matrix.kernel), recorded in the environment.
+	Kernel []envinfo.KernelSetting
 	// EnvelopeUsage reads what the run used of its envelope (counters and
 	// a line), at save time.
 	EnvelopeUsage func() (json.RawMessage, string)
@@ -416,7 +419,7 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 	} else {
 		// The workload's own snapshot (of its directory): what the run
 		// was made in is the lifecycle's to add.
-		m.Env.Layout, m.Env.Envelope = req.Layout, req.Envelope
+		m.Env.Layout, m.Env.Envelope, m.Env.Kernel = req.Layout, req.Envelope, req.Kernel
 	}
 	id, serr := save(bg, req, r, sum, m.Env, m.Check, append(m.Series, sampled...), m.Histograms, nil)
 	if serr != nil && req.rescued == nil { // a rescued run still ends with its own exit code

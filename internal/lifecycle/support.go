@@ -31,7 +31,7 @@ func envOf(ctx context.Context, req *Request) *envinfo.Snapshot {
 		s = envinfo.Take(ctx, envinfo.Options{Version: req.Version})
 	}
 	if s != nil {
-		s.Layout, s.Envelope = req.Layout, req.Envelope
+		s.Layout, s.Envelope, s.Kernel = req.Layout, req.Envelope, req.Kernel
 	}
 	return s
 }

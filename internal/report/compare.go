@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/workload"
 )
@@ -104,6 +105,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		for _, l := range outageLines(side.rd, 8) {
 			fmt.Fprintf(w, "%s: %s\n", side.name, l)
 		}
+	}
+	for _, l := range kernelDiff(a.Env, b.Env) {
+		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintln(w)
 
@@ -286,4 +290,47 @@ func headline(rd *runData) string {
 		s += ", started " + rd.Run.StartedAt.Local().Format("2006-01-02 15:04:05")
 	}
 	return s
+}
+
+// kernelDiff says how the kernel settings the runs were made with differ
+// (an experiment's target.kernel and matrix.kernel), and which are the
+// same; nothing when neither run set any.
+func kernelDiff(a, b *envinfo.Snapshot) []string {
+	va, vb := a.KernelValues(), b.KernelValues()
+	if len(va) == 0 && len(vb) == 0 {
+		return nil
+	}
+	keys := map[string]bool{}
+	for k := range va {
+		keys[k] = true
+	}
+	for k := range vb {
+		keys[k] = true
+	}
+	var differ, same []string
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		x, okA := va[k]
+		y, okB := vb[k]
+		if okA && okB && x == y {
+			same = append(same, k+"="+x)
+			continue
+		}
+		differ = append(differ, fmt.Sprintf("kernel %s: A %s, B %s", strings.Replace(k, "@", " of ", 1), orUnset(x, okA), orUnset(y, okB)))
+	}
+	if len(same) > 0 {
+		differ = append(differ, "kernel, same in both: "+strings.Join(same, " "))
+	}
+	return differ
+}
+
+func orUnset(v string, ok bool) string {
+	if !ok {
+		return "not set by the experiment"
+	}
+	return v
 }

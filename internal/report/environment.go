@@ -90,6 +90,7 @@ var envFields = []envField{
 	}},
 	{"Storage layout", func(s *envinfo.Snapshot) string { return s.Layout.Line() }},
 	{"Hardware envelope", func(s *envinfo.Snapshot) string { return s.Envelope.Line() }},
+	{"Kernel settings", func(s *envinfo.Snapshot) string { return s.KernelLine() }},
 	{"Filesystem", func(s *envinfo.Snapshot) string {
 		f := s.DataDir
 		if f == nil {

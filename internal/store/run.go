@@ -21,6 +21,9 @@ const (
 	StatusErrors      = "errors"      // finished, errors above the threshold
 	StatusInterrupted = "interrupted" // stopped early by the user; results so far
 	StatusFailed      = "failed"      // could not run to the end
+	// StatusSkipped is a plan entry's status (never a run's) when a
+	// before hook failed and the run was not done.
+	StatusSkipped = "skipped"
 )
 
 // Histogram kinds.

@@ -286,6 +286,7 @@ func migrations() []string {
 		schemaV2,
 		schemaV3,
 		schemaV4,
+		schemaV5,
 	}
 }
 

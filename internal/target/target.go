@@ -268,3 +268,11 @@ type Rendezvouser interface {
 	// shard has joined; it returns the server's time of the last join.
 	Join(ctx context.Context, key string, index, count int, joined func(n int)) (time.Time, error)
 }
+
+// ClientEnver is a Target that tells a shell command (an experiment's
+// hook) how to reach it: the variables its database's own client tools
+// read (PGHOST, PGPORT, PGUSER, PGDATABASE for PostgreSQL; never a
+// password) and, for a server on this machine, where its files are.
+type ClientEnver interface {
+	ClientEnv() map[string]string
+}

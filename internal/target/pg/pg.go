@@ -9,6 +9,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -166,4 +167,21 @@ func (t *Target) Close(ctx context.Context) error {
 		t.tempDir = ""
 	}
 	return err
+}
+
+// ClientEnv is what psql, pg_dump and pg_restore need to reach the
+// target's database (PGHOST, PGPORT, PGUSER, PGDATABASE; for a managed
+// server PGPASSFILE, its password file), and for a managed server its
+// directories and binaries (TUNEBENCH_SERVER_DIR,
+// TUNEBENCH_DATA_DIR, TUNEBENCH_PG_BIN).
+func (t *Target) ClientEnv() map[string]string {
+	c := t.conn.Config
+	out := map[string]string{"PGHOST": c.Host, "PGPORT": strconv.Itoa(int(c.Port)), "PGUSER": c.User, "PGDATABASE": c.Database}
+	if t.srv != nil {
+		out["TUNEBENCH_SERVER_DIR"] = t.srv.Dir()
+		out["TUNEBENCH_DATA_DIR"] = t.srv.DataDir()
+		out["TUNEBENCH_PG_BIN"] = t.srv.Binaries().Dir
+		out["PGPASSFILE"] = t.srv.PassFile()
+	}
+	return out
 }
