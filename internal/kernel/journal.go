@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/proc"
 )
@@ -92,15 +90,15 @@ func (j Journal) update(f func(entries []Entry) ([]Entry, error)) error {
 	if err := os.MkdirAll(filepath.Dir(j.Path), 0o700); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "", "kernel journal %s", j.Path)
 	}
-	lock, err := os.OpenFile(j.Path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	lf, err := os.OpenFile(j.Path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "", "kernel journal %s", j.Path)
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+	defer lf.Close()
+	if err := lock(lf); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "", "locking the kernel journal %s", j.Path)
 	}
-	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN) //nolint:errcheck // closing releases it too
+	defer unlock(lf) //nolint:errcheck // closing releases it too
 	var jf journalFile
 	b, err := os.ReadFile(j.Path)
 	switch {

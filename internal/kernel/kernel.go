@@ -17,8 +17,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
 )
@@ -196,7 +194,7 @@ func accessError(k Key, path string, err error, what string) error {
 			hint = "this device's queue has no " + k.Attr
 		}
 		return errs.Usage(hint, "kernel setting %s does not exist on this machine (%s)", k.Name, path)
-	case errors.Is(err, unix.EROFS):
+	case isReadOnlyFS(err):
 		return errs.Usage("run tunebench on the host, or in a privileged container with /proc/sys and /sys mounted read-write",
 			"kernel setting %s cannot be changed here: %s is on a read-only filesystem (a container?)", k.Name, path)
 	case errors.Is(err, os.ErrPermission) && what == "read":
@@ -219,7 +217,7 @@ func writable(path string) error {
 	if fi.Mode().Perm()&0o222 == 0 {
 		return os.ErrPermission
 	}
-	if err := unix.Access(path, unix.W_OK); err != nil {
+	if err := canWrite(path); err != nil {
 		return &os.PathError{Op: "access", Path: path, Err: err}
 	}
 	return nil
