@@ -130,12 +130,15 @@ func (s *Snapshot) StorageLines() (string, [][2]string) {
 }
 
 // ShowLines are the lines `results show` prints of the environment: where
-// the server is when it is on another machine, and what lies under the
-// data directory (StorageLines).
+// the server is when it is on another machine, the kernel settings an
+// experiment set, and what lies under the data directory (StorageLines).
 func (s *Snapshot) ShowLines() []string {
 	var out []string
 	if l := s.Server.Line(); l != "" && s.Server.Remote {
 		out = append(out, "server: "+l)
+	}
+	if l := s.KernelLine(); l != "" {
+		out = append(out, "kernel settings: "+l)
 	}
 	if head, lines := s.StorageLines(); head != "" {
 		out = append(out, head+":")

@@ -403,6 +403,11 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 	if fatal == nil && ctx.Err() == nil {
 		finished = true
 	}
+	for _, hs := range hk.pending { // before_run hooks whose run never came
+		for _, h := range hs {
+			saveHook(h)
+		}
+	}
 	cerr := closeTarget()
 	var ferr error
 	if f, ok := r.Env.(Finisher); ok {

@@ -16,6 +16,10 @@ import (
 	"github.com/tunebench/tunebench/internal/store"
 )
 
+// hookWaitDelay is how long a hook's output is read after its shell exits
+// (a background child may keep it open).
+var hookWaitDelay = 5 * time.Second
+
 // HookOutputMax is how much of a hook's output is kept: its first and
 // last halves, the middle cut.
 const HookOutputMax = 64 << 10
@@ -40,7 +44,7 @@ func RunHookCommand(ctx context.Context, h Hook, env []string) store.HookRecord 
 	defer cancel()
 	cmd := proc.Shell(tctx, h.Command)
 	cmd.Env = env
-	cmd.WaitDelay = 5 * time.Second // a child that keeps the pipes open
+	cmd.WaitDelay = hookWaitDelay // a child that keeps the pipes open
 	out := &capped{max: HookOutputMax}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
@@ -55,6 +59,11 @@ func RunHookCommand(ctx context.Context, h Hook, env []string) store.HookRecord 
 		rec.Error = "interrupted"
 	case err == nil:
 		rec.ExitCode = 0
+	case errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.ExitCode() >= 0:
+		// The shell exited; a process it started in the background kept
+		// its output open (give it a redirection: cmd > file 2>&1 &).
+		rec.ExitCode = cmd.ProcessState.ExitCode()
+		rec.Output += "\n[tunebench: a process the hook started in the background kept its output open; what it wrote after the hook ended is not kept]\n"
 	case errors.As(err, &ee) && ee.ExitCode() >= 0:
 		rec.ExitCode = ee.ExitCode()
 	default:
@@ -165,15 +174,21 @@ func (p *Plan) hookVars(base []string, t Target, s Step, runID int64, status str
 	}
 	out := make([]string, 0, len(base)+len(vars))
 	for _, kv := range base {
-		if k, _, _ := strings.Cut(kv, "="); vars[k] == "" {
-			out = append(out, kv)
+		k, _, _ := strings.Cut(kv, "=")
+		if vars[k] != "" || (vars["PGHOST"] != "" && overridesPGHost[k]) {
+			continue
 		}
+		out = append(out, kv)
 	}
 	for k, v := range vars {
 		out = append(out, k+"="+v)
 	}
 	return out
 }
+
+// overridesPGHost are the variables that would take a hook's psql
+// elsewhere than the PGHOST and PGPORT tunebench gives it.
+var overridesPGHost = map[string]bool{"PGHOSTADDR": true, "PGSERVICE": true, "PGSERVICEFILE": true}
 
 // envName makes a matrix key a variable name: vm.dirty_ratio ->
 // VM_DIRTY_RATIO.
@@ -211,12 +226,21 @@ type hookState struct {
 // was skipped by a failed before hook.
 func (hk *hookState) skipped(p *Plan, s Step) string {
 	if !s.PerRun {
-		return ""
+		return hk.skippedHook(s)
 	}
 	if why := hk.skipRun[s.Run]; why != "" {
 		return why
 	}
 	if hk.skipBlock >= 0 && p.Runs[s.Run].Block == hk.skipBlock {
+		return hk.skipBlockWhy
+	}
+	return ""
+}
+
+// skippedHook says why a before_config hook is not run: an earlier one of
+// its block failed.
+func (hk *hookState) skippedHook(s Step) string {
+	if s.Kind == StepHook && s.Hook.Point == HookBeforeConfig && hk.skipBlock >= 0 && s.Block == hk.skipBlock {
 		return hk.skipBlockWhy
 	}
 	return ""
@@ -249,7 +273,7 @@ func (hk *hookState) after(ctx context.Context, st Store, p *Plan, s Step, rec *
 		}
 	case HookAfterRun:
 		save(*rec)
-		if !ok && rec.RunID > 0 {
+		if !ok && rec.RunID > 0 && ctx.Err() == nil { // an interrupt is not the run's fault
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
 			if err := st.AddRunReason(sctx, rec.RunID, "after_run_hook", HookFailure(rec)); err != nil {

@@ -187,3 +187,77 @@ func TestCappedOutput(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestHookBackgroundChild: a hook that leaves a process in the background
+// holding its output succeeds with its exit status, and says so.
+func TestHookBackgroundChild(t *testing.T) {
+	old := hookWaitDelay
+	hookWaitDelay = 200 * time.Millisecond
+	defer func() { hookWaitDelay = old }()
+	rec := RunHookCommand(context.Background(), Hook{Point: HookBeforeRun, Command: "sleep 3 & echo started", Timeout: 10},
+		[]string{"PATH=/usr/bin:/bin"})
+	if !rec.OK() || rec.ElapsedS > 2 || !strings.Contains(rec.Output, "started") || !strings.Contains(rec.Output, "kept its output open") {
+		t.Errorf("%+v", rec)
+	}
+}
+
+// TestHookFailedBeforeConfigSkipsTheRest: the hooks after a failed
+// before_config of the same block are not run.
+func TestHookFailedBeforeConfigSkipsTheRest(t *testing.T) {
+	st := newMemStore()
+	env := &fakeEnv{st: st}
+	r, _ := newRunner(st, env)
+	p := mustPlan(t, hookSpec("  before_config: ['test \"$TUNEBENCH_CONFIG_INDEX\" = 2', 'echo second']\n"), 1)
+	out, _ := r.Execute(context.Background(), p, false)
+	if out.HookSkipped != 2 || out.Ran != 2 {
+		t.Errorf("%+v", out)
+	}
+	var cmds []string
+	for _, h := range st.hooks {
+		cmds = append(cmds, h.Config+": "+h.Command)
+	}
+	want := []string{`work_mem=4MB: test "$TUNEBENCH_CONFIG_INDEX" = 2`, `work_mem=8MB: test "$TUNEBENCH_CONFIG_INDEX" = 2`, "work_mem=8MB: echo second"}
+	if strings.Join(cmds, "\n") != strings.Join(want, "\n") {
+		t.Errorf("hooks run:\n%s", strings.Join(cmds, "\n"))
+	}
+}
+
+func TestKernelSpec(t *testing.T) {
+	base := `name: k
+workload: {name: bench, options: {duration: 2s}}
+`
+	p := mustPlan(t, base+`matrix:
+  kernel:
+    kernel.numa_balancing: [0, 1]
+    transparent_hugepage.enabled: [never, always]
+    queue.scheduler: [none, mq-deadline]
+    queue.nr_requests: [64]
+baseline: {kernel.numa_balancing: 1, transparent_hugepage.enabled: always, queue.scheduler: none}
+order: sequential
+`, 1)
+	if !strings.Contains(p.Baseline, "kernel.numa_balancing=1 transparent_hugepage=always queue.scheduler=none") {
+		t.Errorf("baseline %q", p.Baseline)
+	}
+	// A new scheduler resets nr_requests: the queue is set again.
+	var kernelSteps []string
+	for _, s := range p.Schedule(nil) {
+		if s.Kind == StepKernel {
+			kernelSteps = append(kernelSteps, settingsText(s.Kernel))
+		}
+	}
+	if len(kernelSteps) < 2 || kernelSteps[1] != "queue.scheduler=mq-deadline queue.nr_requests=64" {
+		t.Errorf("kernel steps %q", kernelSteps)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"matrix: {kernel: {vm.nr_hugepages: [0, 512]}}\n", "vm.nr_hugepages cannot vary in matrix.kernel"},
+		{"matrix: {kernel: {queue.nr_request: [64]}}\n", "did you mean queue.nr_requests?"},
+		{"matrix: {kernel: {transparent_hugepage: [never], transparent_hugepage.enabled: [always]}}\n", "transparent_hugepage is given twice"},
+		{"target: {kernel: {vm.swappiness: 1}}\nmatrix: {kernel: {vm.swappiness: [10]}}\n", "vm.swappiness is in target.kernel and in matrix.kernel"},
+		{"target: {dsn: host=db1, kernel: {queue.nr_requests: 64}}\n", "block queue settings need a managed target"},
+	} {
+		_, err := Parse("exp.yaml", []byte(base+c.src), testCatalog())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.src, err, c.want)
+		}
+	}
+}

@@ -104,6 +104,10 @@ func (s *Spec) parseMatrixKernel(g field, p *problems) {
 		if !ok {
 			continue
 		}
+		if name == "vm.nr_hugepages" {
+			p.add(h.keyN, "vm.nr_hugepages cannot vary in matrix.kernel: the server maps its shared memory when it starts; reserve the pages in target.kernel and vary huge_pages (on, off) in matrix.settings")
+			continue
+		}
 		items, ok := list(h.value, "matrix.kernel."+h.key, p)
 		if !ok {
 			continue

@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
@@ -164,12 +163,10 @@ func kernelSettings(ss []Setting) []kernel.Setting {
 	return out
 }
 
-// Kernel sets a block's kernel settings (matrix.kernel).
+// Kernel sets a block's kernel settings (matrix.kernel; not
+// vm.nr_hugepages, which the parser keeps in target.kernel).
 func (lt *labTarget) Kernel(ctx context.Context, settings []Setting) error {
-	if err := lt.applyKernel(ctx, settings, "matrix.kernel"); err != nil {
-		return err
-	}
-	return lt.checkHugePages()
+	return lt.applyKernel(ctx, settings, "matrix.kernel")
 }
 
 func (lt *labTarget) applyKernel(_ context.Context, settings []Setting, where string) error {
@@ -182,28 +179,6 @@ func (lt *labTarget) applyKernel(_ context.Context, settings []Setting, where st
 	}
 	if err := lt.lab.kernelSession().Apply(targets); err != nil {
 		return err
-	}
-	for _, s := range settings {
-		if s.Name == "vm.nr_hugepages" {
-			if err := lt.checkReserved(s.Value); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// checkReserved verifies the kernel reserved the huge pages asked for (it
-// reserves what it can find free: fewer when memory is fragmented).
-func (lt *labTarget) checkReserved(want string) error {
-	n, _ := strconv.ParseInt(want, 10, 64)
-	h, err := lt.lab.machine().ReadHugePages()
-	if err != nil {
-		return errs.Wrap(errs.KindEnvironment, err, "", "reading /proc/meminfo")
-	}
-	if h.Total < n {
-		return errs.Usage("ask for fewer, or free memory first (echo 3 > /proc/sys/vm/drop_caches; echo 1 > /proc/sys/vm/compact_memory), or reserve them at boot (hugepages= on the kernel command line)",
-			"vm.nr_hugepages=%d: the kernel reserved only %d huge pages of %d kB", n, h.Total, h.SizeKB)
 	}
 	return nil
 }
@@ -221,7 +196,7 @@ func (lt *labTarget) checkHugePages() error {
 			reserved = true
 		}
 	}
-	if !reserved || lt.hugePagesSetting == "off" {
+	if !reserved || hugePagesOff(lt.hugePagesSetting) {
 		return nil
 	}
 	h, err := lt.lab.machine().ReadHugePages()
@@ -281,4 +256,14 @@ func (lt *labTarget) HookVars() map[string]string {
 		out["TUNEBENCH_RESULTS"] = lt.lab.Store.Path()
 	}
 	return out
+}
+
+// hugePagesOff reports whether a huge_pages value is off (PostgreSQL's
+// boolean spellings of it included).
+func hugePagesOff(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "off", "false", "no", "0", "of", "f", "n", "fa", "fal", "fals":
+		return true
+	}
+	return false
 }

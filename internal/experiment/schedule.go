@@ -127,8 +127,12 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 		}
 		if r.Block != curBlock {
 			var diff []Setting
+			sched := false // a new scheduler resets the queue's nr_requests: set the queue again
 			for _, s := range cfg.Kernel {
-				if v, ok := kernel[s.Name]; ok && v == s.Value {
+				sched = sched || (s.Name == "queue.scheduler" && kernel[s.Name] != s.Value)
+			}
+			for _, s := range cfg.Kernel {
+				if v, ok := kernel[s.Name]; ok && v == s.Value && !(sched && strings.HasPrefix(s.Name, "queue.")) {
 					continue
 				}
 				diff = append(diff, s)

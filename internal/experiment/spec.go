@@ -13,6 +13,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/envelope"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/kernel"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/storage/layout"
 	"github.com/tunebench/tunebench/internal/target"
@@ -903,7 +904,14 @@ func (s *Spec) parseBaseline(f field, p *problems) {
 		}
 	}
 	for _, g := range fields {
-		key := strings.TrimPrefix(strings.TrimPrefix(strings.ToLower(g.key), "settings."), KernelKey+".")
+		key := strings.TrimPrefix(strings.ToLower(g.key), "settings.")
+		if k, err := kernel.ParseKey(key); err == nil {
+			for _, d := range s.Matrix {
+				if d.Kind == DimKernel && d.Name == k.Name {
+					key = k.Name // transparent_hugepage.enabled is transparent_hugepage
+				}
+			}
+		}
 		v, ok := scalar(g.value, "baseline."+g.key, p)
 		if !ok {
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -67,6 +68,8 @@ type Entry struct {
 	Value    string    `json:"value"`
 	Holder   Holder    `json:"holder"`
 	At       time.Time `json:"at"`
+	// Implied: the kernel changed it with another key (a pair).
+	Implied bool `json:"implied,omitempty"`
 }
 
 type journalFile struct {
@@ -162,6 +165,20 @@ func write(path, value string) error {
 	return nil
 }
 
+// restoreOrder is the order to restore entries in: newest first, a
+// queue's scheduler before everything else (switching it resets
+// nr_requests, which is then restored after it).
+func restoreOrder(es []Entry) []int {
+	idx := make([]int, 0, len(es))
+	for i := len(es) - 1; i >= 0; i-- {
+		idx = append(idx, i)
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		return es[idx[a]].Key == QueuePrefix+"scheduler" && es[idx[b]].Key != QueuePrefix+"scheduler"
+	})
+	return idx
+}
+
 // RestoreLeftovers restores what holders that ended left in the journal,
 // newest first, and drops their entries; it returns what it restored. An
 // entry it cannot restore stays, with the error.
@@ -171,20 +188,28 @@ func (j Journal) RestoreLeftovers() ([]Entry, error) {
 	}
 	var restored []Entry
 	err := j.update(func(es []Entry) ([]Entry, error) {
-		var keep []Entry
+		keepIdx := map[int]bool{}
 		var problems []error
-		for i := len(es) - 1; i >= 0; i-- {
+		for _, i := range restoreOrder(es) {
 			e := es[i]
 			if e.Holder.alive() {
-				keep = append([]Entry{e}, keep...)
+				keepIdx[i] = true
 				continue
 			}
 			if err := restoreEntry(e); err != nil {
 				problems = append(problems, err)
-				keep = append([]Entry{e}, keep...)
+				keepIdx[i] = true
 				continue
 			}
-			restored = append(restored, e)
+			if !restoreSkips(e) {
+				restored = append(restored, e)
+			}
+		}
+		var keep []Entry
+		for i, e := range es {
+			if keepIdx[i] {
+				keep = append(keep, e)
+			}
 		}
 		return keep, errors.Join(problems...)
 	})
@@ -192,8 +217,11 @@ func (j Journal) RestoreLeftovers() ([]Entry, error) {
 }
 
 func restoreEntry(e Entry) error {
-	if _, err := os.Stat(e.Path); errors.Is(err, os.ErrNotExist) && e.Dev != "" {
-		return nil // the device is gone (a loop device detached): nothing to restore
+	if _, err := os.Stat(e.Path); errors.Is(err, os.ErrNotExist) {
+		return nil // gone (a loop device detached, an interface removed): nothing to restore
+	}
+	if restoreSkips(e) {
+		return nil
 	}
 	if err := write(e.Path, e.Previous); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, fmt.Sprintf("write it by hand: echo '%s' > %s", e.Previous, e.Path),
@@ -259,7 +287,7 @@ func (s *Session) Apply(targets []Target) error {
 						break
 					}
 				}
-				e := Entry{Key: t.Key.Name, Path: t.Path, Dev: t.Dev, Previous: prev, Value: t.Value, Holder: s.Holder, At: time.Now()}
+				e := Entry{Key: t.Key.Name, Path: t.Path, Dev: t.Dev, Previous: prev, Value: t.Value, Holder: s.Holder, At: time.Now(), Implied: t.Implied}
 				es = append(es, e)
 				s.applied = append(s.applied, e)
 			} else {
@@ -281,13 +309,19 @@ func (s *Session) Apply(targets []Target) error {
 		return errors.Join(conflict, err)
 	}
 	for _, t := range targets {
+		if t.Implied {
+			continue
+		}
 		if err := write(t.Path, t.Value); err != nil {
 			what := t.Key.Name
 			if t.Dev != "" {
 				what += " of " + t.Dev
 			}
-			return errs.Wrap(errs.KindEnvironment, err, "the kernel may round or refuse some values; check the range in the kernel's documentation (Documentation/admin-guide/sysctl)",
-				"setting %s to %s", what, t.Value)
+			hint := "the kernel may round or refuse some values; check the range in the kernel's documentation (Documentation/admin-guide/sysctl)"
+			if t.Key.Name == "vm.nr_hugepages" {
+				hint = "the kernel reserves the huge pages it finds free: ask for fewer, free memory first (sync; echo 3 > /proc/sys/vm/drop_caches; echo 1 > /proc/sys/vm/compact_memory), or reserve them at boot (hugepages= on the kernel command line)"
+			}
+			return errs.Wrap(errs.KindEnvironment, err, hint, "setting %s to %s", what, t.Value)
 		}
 	}
 	return nil
@@ -295,9 +329,11 @@ func (s *Session) Apply(targets []Target) error {
 
 // Changes are the session's changes in force, in the order made.
 func (s *Session) Changes() []Change {
-	out := make([]Change, len(s.applied))
-	for i, e := range s.applied {
-		out[i] = Change{Key: e.Key, Dev: e.Dev, Value: e.Value, Previous: e.Previous}
+	var out []Change
+	for _, e := range s.applied {
+		if !e.Implied {
+			out = append(out, Change{Key: e.Key, Dev: e.Dev, Value: e.Value, Previous: e.Previous})
+		}
 	}
 	return out
 }
@@ -306,20 +342,26 @@ func (s *Session) Changes() []Change {
 // keep selects (nil: all), newest first, and drops their journal entries.
 func (s *Session) Restore(keep func(Change) bool) error {
 	var problems []error
-	var left []Entry
+	leftIdx := map[int]bool{}
 	var done []Entry
-	for i := len(s.applied) - 1; i >= 0; i-- {
+	for _, i := range restoreOrder(s.applied) {
 		e := s.applied[i]
 		if keep != nil && !keep(Change{Key: e.Key, Dev: e.Dev, Value: e.Value, Previous: e.Previous}) {
-			left = append([]Entry{e}, left...)
+			leftIdx[i] = true
 			continue
 		}
 		if err := restoreEntry(e); err != nil {
 			problems = append(problems, err)
-			left = append([]Entry{e}, left...)
+			leftIdx[i] = true
 			continue
 		}
 		done = append(done, e)
+	}
+	var left []Entry
+	for i, e := range s.applied {
+		if leftIdx[i] {
+			left = append(left, e)
+		}
 	}
 	s.applied = left
 	if len(done) > 0 {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -279,6 +280,27 @@ type Target struct {
 	Path  string
 	Dev   string // queue keys: the device
 	Value string
+	// Implied is the other key of a pair the kernel keeps together
+	// (vm.dirty_bytes when vm.dirty_ratio is written: it becomes 0): it
+	// is journaled, so that the pair is restored, but not written.
+	Implied bool
+}
+
+// pairs are the sysctl keys the kernel keeps as one setting: writing one
+// sets the other to 0 (Documentation/admin-guide/sysctl/vm.rst). Of a
+// pair's two previous values, the one that is not 0 is the one to restore
+// (writing 0 back is refused: the byte forms have a minimum).
+var pairs = map[string]string{
+	"vm.dirty_ratio": "vm.dirty_bytes", "vm.dirty_bytes": "vm.dirty_ratio",
+	"vm.dirty_background_ratio": "vm.dirty_background_bytes", "vm.dirty_background_bytes": "vm.dirty_background_ratio",
+}
+
+// restoreSkips reports whether a journaled value needs no write to be
+// restored: a pair's key whose previous value was 0 comes back when its
+// partner is written.
+func restoreSkips(e Entry) bool {
+	_, paired := pairs[e.Key]
+	return paired && e.Previous == "0"
 }
 
 // Resolve checks settings on the machine and turns them into the files to
@@ -288,6 +310,18 @@ type Target struct {
 func (m Machine) Resolve(settings []Setting, devs []string) ([]Target, error) {
 	var out []Target
 	var problems []error
+	given := map[string]bool{}
+	for _, s := range settings {
+		if k, err := ParseKey(s.Key); err == nil {
+			given[k.Name] = true
+		}
+	}
+	// A queue's scheduler first: switching it resets nr_requests to the
+	// new scheduler's default.
+	settings = append([]Setting(nil), settings...)
+	sort.SliceStable(settings, func(i, j int) bool {
+		return settings[i].Key == QueuePrefix+"scheduler" && settings[j].Key != QueuePrefix+"scheduler"
+	})
 	for _, s := range settings {
 		k, err := ParseKey(s.Key)
 		if err != nil {
@@ -301,6 +335,17 @@ func (m Machine) Resolve(settings []Setting, devs []string) ([]Target, error) {
 				continue
 			}
 			out = append(out, Target{Key: k, Path: m.Path(k), Value: v})
+			if partner, ok := pairs[k.Name]; ok {
+				if given[partner] {
+					problems = append(problems, errs.Usage("give one of them: writing one sets the other to 0",
+						"%s and %s are one setting of the kernel", k.Name, partner))
+					continue
+				}
+				pk := Key{Name: partner, Class: Sysctl}
+				if _, err := os.Stat(m.Path(pk)); err == nil {
+					out = append(out, Target{Key: pk, Path: m.Path(pk), Value: "0", Implied: true})
+				}
+			}
 			continue
 		}
 		if len(devs) == 0 {

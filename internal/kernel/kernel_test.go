@@ -262,4 +262,59 @@ func TestRealKernelSettingRestored(t *testing.T) {
 	if v, _ := Read(path); v != orig {
 		t.Errorf("leftover restored to %s, was %s", v, orig)
 	}
+
+	// A pair: writing vm.dirty_background_bytes makes the kernel set
+	// vm.dirty_background_ratio to 0; both come back (the bytes to 0,
+	// which cannot be written: the ratio's restore does it).
+	bytesPath := m.Path(Key{Name: "vm.dirty_background_bytes"})
+	origBytes, err := Read(bytesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if v, _ := Read(bytesPath); v != origBytes && origBytes != "0" {
+			os.WriteFile(bytesPath, []byte(origBytes), 0)
+		}
+	})
+	ts, err = m.Resolve([]Setting{{Key: "vm.dirty_background_bytes", Value: "67108864"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(ts); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := Read(path); v != "0" {
+		t.Errorf("the kernel did not zero vm.dirty_background_ratio (%s): this test's premise", v)
+	}
+	if c := s.Changes(); len(c) != 1 || c[0].Key != "vm.dirty_background_bytes" {
+		t.Errorf("changes %+v (the implied partner is journaled, not listed)", c)
+	}
+	if err := s.Restore(nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := Read(path); v != orig {
+		t.Errorf("vm.dirty_background_ratio %s after the pair's restore, was %s", v, orig)
+	}
+	if v, _ := Read(bytesPath); v != origBytes {
+		t.Errorf("vm.dirty_background_bytes %s after the pair's restore, was %s", v, origBytes)
+	}
+	if _, err := m.Resolve([]Setting{{Key: "vm.dirty_background_bytes", Value: "67108864"}, {Key: "vm.dirty_background_ratio", Value: "5"}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "are one setting of the kernel") {
+		t.Errorf("both keys of a pair: %v", err)
+	}
+}
+
+func TestSchedulerFirst(t *testing.T) {
+	m := fakeMachine(t)
+	ts, err := m.Resolve([]Setting{{Key: "queue.nr_requests", Value: "64"}, {Key: "queue.scheduler", Value: "mq-deadline"}}, []string{"vda"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || ts[0].Key.Attr != "scheduler" {
+		t.Errorf("resolved %+v: the scheduler goes first (switching it resets nr_requests)", ts)
+	}
+	es := []Entry{{Key: "queue.scheduler"}, {Key: "queue.nr_requests"}, {Key: "vm.dirty_ratio"}}
+	if got := restoreOrder(es); got[0] != 0 || got[1] != 2 || got[2] != 1 {
+		t.Errorf("restore order %v: the scheduler first, then newest first", got)
+	}
 }
