@@ -68,12 +68,12 @@ experiment of the same name, skipping the runs that completed.`,
 }
 
 // readExperiment parses a file against the registry's catalog.
-func readExperiment(path string, cat experiment.Catalog) (*experiment.Spec, error) {
+func readExperiment(path string, cat experiment.Catalog, drivers []target.Driver) (*experiment.Spec, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, errs.Wrap(errs.KindUsage, err, "give the path of an experiment file (examples/ has some)", "cannot read %s", path)
 	}
-	spec, err := experiment.Parse(path, src, cat)
+	spec, err := experiment.Parse(path, src, cat, experiment.WithDrivers(drivers))
 	if err != nil {
 		var se *experiment.SpecError
 		if errors.As(err, &se) {
@@ -86,7 +86,7 @@ func readExperiment(path string, cat experiment.Catalog) (*experiment.Spec, erro
 
 func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags, path string, dryRun, resume, allowDestroy bool, progress time.Duration) error {
 	ctx := cmd.Context()
-	spec, err := readExperiment(path, experiment.CatalogOf(s.Registry))
+	spec, err := readExperiment(path, experiment.CatalogOf(s.Registry), s.drivers())
 	if err != nil {
 		return err
 	}

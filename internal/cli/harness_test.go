@@ -22,6 +22,7 @@ import (
 	"github.com/tunebench/tunebench/internal/redact"
 	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
 	targets "github.com/tunebench/tunebench/internal/target/all"
 	"github.com/tunebench/tunebench/internal/testutil"
 	"github.com/tunebench/tunebench/internal/workload"
@@ -130,7 +131,9 @@ type harness struct {
 	t *testing.T
 	// registry holds the workloads (nil: every registered one).
 	registry *workload.Registry
-	env      map[string]string // the State's environment (not the process's)
+	// drivers are the database targets (the registered ones, by default).
+	drivers []target.Driver
+	env     map[string]string // the State's environment (not the process's)
 
 	mu      sync.Mutex
 	outputs []string // every stdout and stderr, for secret scans
@@ -138,7 +141,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	return &harness{t: t, env: map[string]string{}}
+	return &harness{t: t, env: map[string]string{}, drivers: targets.Drivers()}
 }
 
 // result is one command's outcome.
@@ -176,7 +179,7 @@ func (h *harness) state(sig <-chan os.Signal) (*cli.State, *syncBuf, *syncBuf) {
 		},
 		Redactor: redact.New(),
 		Registry: h.registry,
-		Drivers:  targets.Drivers(),
+		Drivers:  h.drivers,
 		Signals:  sig,
 		Exit: func(code int) {
 			h.mu.Lock()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunebench/tunebench/internal/target/pg"
 )
 
 // testCatalog has two workloads shaped like tpcb and tpcc.
@@ -106,7 +108,7 @@ func TestSuggest(t *testing.T) {
 		"wokr_mem":       "work_mem",
 		"xyz":            "",
 	}
-	names := settingNames()
+	names := pg.Catalog{}.SettingNames()
 	for in, want := range cases {
 		if got := suggest(in, names); got != want {
 			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
@@ -119,3 +121,7 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("kitten/sitting distance %d", d)
 	}
 }
+
+// pgSettings checks the test files' setting names against PostgreSQL's
+// catalogue, as the CLI does for a PostgreSQL target.
+var pgSettings = WithSettings(pg.Catalog{})

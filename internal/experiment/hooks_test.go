@@ -40,7 +40,7 @@ func TestHooksParse(t *testing.T) {
 		{"  before_run: {run: echo, when: always}\n", `unknown key "when" in hooks.before_run`},
 		{"  after_run: []\n", "hooks.after_run is an empty list"},
 	} {
-		_, err := Parse("exp.yaml", []byte(hookSpec(c.hooks)), testCatalog())
+		_, err := Parse("exp.yaml", []byte(hookSpec(c.hooks)), testCatalog(), pgSettings)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.hooks, err, c.want)
 		}
@@ -255,7 +255,7 @@ order: sequential
 		{"target: {kernel: {vm.swappiness: 1}}\nmatrix: {kernel: {vm.swappiness: [10]}}\n", "vm.swappiness is in target.kernel and in matrix.kernel"},
 		{"target: {dsn: host=db1, kernel: {queue.nr_requests: 64}}\n", "block queue settings need a managed target"},
 	} {
-		_, err := Parse("exp.yaml", []byte(base+c.src), testCatalog())
+		_, err := Parse("exp.yaml", []byte(base+c.src), testCatalog(), pgSettings)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.src, err, c.want)
 		}

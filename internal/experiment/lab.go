@@ -21,7 +21,6 @@ import (
 	"github.com/tunebench/tunebench/internal/live"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/redact"
-	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/storage/layout"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/target"
@@ -360,7 +359,7 @@ func (lt *labTarget) teardown(ctx context.Context) error {
 // writable cgroup hierarchy with the controllers of each envelope.
 func (l *Lab) Preflight(_ context.Context, p *Plan) error {
 	if l.Spec.Target.Managed != nil {
-		if err := server.Supported(); err != nil {
+		if err := managedSupported(l.Drivers); err != nil {
 			return errs.New(errs.KindUsage, "give target.dsn (a PostgreSQL you run) instead of target.managed", "%v", err)
 		}
 	}
@@ -620,4 +619,19 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// managedSupported asks the driver of managed servers whether it can run
+// one on this machine.
+func managedSupported(drivers []target.Driver) error {
+	s := target.Spec{Managed: &target.Managed{}}
+	for _, d := range drivers {
+		if d.Accepts(s) {
+			if mc, ok := d.(target.ManagedChecker); ok {
+				return mc.ManagedSupported()
+			}
+			return nil
+		}
+	}
+	return nil
 }

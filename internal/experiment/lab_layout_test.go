@@ -46,10 +46,10 @@ matrix:
 		{strings.Replace(src, "filesystem: ext4}", "filesystem: ext4, keep: true}", 1), `keeps its loop file, but without target.managed.dir`},
 	}
 	for _, b := range bad {
-		_, err := Parse("exp.yaml", []byte(b.src), testCatalog())
+		_, err := Parse("exp.yaml", []byte(b.src), testCatalog(), pgSettings)
 		if err == nil {
 			var s *Spec
-			if s, err = Parse("exp.yaml", []byte(b.src), testCatalog()); err == nil {
+			if s, err = Parse("exp.yaml", []byte(b.src), testCatalog(), pgSettings); err == nil {
 				_, err = NewPlan(s, 1)
 			}
 		}

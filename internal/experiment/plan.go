@@ -224,12 +224,12 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 	}
 	if p.TargetKind == "dsn" && s.Target.RestartCommand == "" {
 		for _, d := range dims {
-			if d.Kind == DimSetting && needsRestart(d.Name) {
+			if d.Kind == DimSetting && s.needsRestart(d.Name) {
 				pr.addLine(d.Line, "%s needs a server restart to change: give target.restart_command, a command that restarts the server (e.g. ssh db1 sudo systemctl restart postgresql), or use a managed target", d.Name)
 			}
 		}
 		for _, set := range s.Target.Settings {
-			if needsRestart(set.Name) {
+			if s.needsRestart(set.Name) {
 				pr.addLine(0, "target.settings: %s needs a server restart: give target.restart_command, or set it on the server yourself", set.Name)
 			}
 		}
@@ -404,7 +404,7 @@ func (p *Plan) loadKey(c *Config) string {
 func (p *Plan) restartKey(c *Config) string {
 	var parts []string
 	for _, s := range c.Settings {
-		if needsRestart(s.Name) {
+		if p.spec.needsRestart(s.Name) {
 			parts = append(parts, s.Name+"="+s.Value)
 		}
 	}

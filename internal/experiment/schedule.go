@@ -160,7 +160,7 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 				}
 				diff = append(diff, s)
 				applied[s.Name] = s.Value
-				restart = restart || needsRestart(s.Name)
+				restart = restart || p.spec.needsRestart(s.Name)
 			}
 			if len(diff) > 0 {
 				est := c.Reload

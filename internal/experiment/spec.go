@@ -65,6 +65,19 @@ type Spec struct {
 	// settingKeys are the server settings the file names and where, to
 	// check them against the workload once it is known.
 	settingKeys []settingKey
+	// catalog is the settings catalogue of the target's driver (nil: none
+	// known; names are not checked and none needs a restart).
+	catalog target.SettingsCatalog
+}
+
+// needsRestart reports whether changing setting name needs a server
+// restart, as the target's catalogue says.
+func (s *Spec) needsRestart(name string) bool {
+	if s == nil || s.catalog == nil {
+		return false
+	}
+	_, restart := s.catalog.Setting(name)
+	return restart
 }
 
 // Orders.
@@ -168,18 +181,38 @@ var (
 	settingRe  = regexp.MustCompile(`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$`)
 )
 
-// managedSettings belong to the server's placement; experiments cannot vary them.
-var managedSettings = map[string]bool{
-	"port": true, "listen_addresses": true, "unix_socket_directories": true,
-	"data_directory": true, "config_file": true, "hba_file": true, "ident_file": true,
-}
-
 var topKeys = []string{"name", "description", "target", "workload", "matrix", "x_axis", "repetitions", "shards",
 	"warmup_runs", "order", "seed", "reset", "reset_every", "cooldown", "baseline", "allow_unknown_settings", "layouts", "envelopes", "hooks"}
 
+// ParseOption adds to what Parse knows.
+type ParseOption func(*parseConfig)
+
+type parseConfig struct {
+	drivers  []target.Driver
+	settings target.SettingsCatalog
+}
+
+// WithDrivers checks the file's setting names against the catalogue of the
+// driver of its target (target.CatalogFor).
+func WithDrivers(ds []target.Driver) ParseOption {
+	return func(c *parseConfig) { c.drivers = ds }
+}
+
+// WithSettings checks the file's setting names against sc, whatever its
+// target.
+func WithSettings(sc target.SettingsCatalog) ParseOption {
+	return func(c *parseConfig) { c.settings = sc }
+}
+
 // Parse reads an experiment file. Every problem found is reported in one
-// *SpecError whose lines read "file:line: message".
-func Parse(file string, src []byte, cat Catalog) (*Spec, error) {
+// *SpecError whose lines read "file:line: message". Setting names are
+// checked against the settings catalogue of the target's driver
+// (WithDrivers); without one only their spelling is.
+func Parse(file string, src []byte, cat Catalog, opts ...ParseOption) (*Spec, error) {
+	var cfg parseConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	p := &problems{file: file}
 	s := &Spec{File: file, Source: string(src), Repetitions: 1, Order: OrderRandom, Reset: ResetTemplate}
 	root := parseYAML(file, src, p)
@@ -345,6 +378,15 @@ func Parse(file string, src []byte, cat Catalog) (*Spec, error) {
 		s.baselineLine = f.keyN.Line
 		s.parseBaseline(f, p)
 	}
+	s.catalog = cfg.settings
+	if s.catalog == nil {
+		ts := target.Spec{DSN: s.Target.DSN}
+		if s.Target.Managed != nil {
+			ts.Managed = &target.Managed{}
+		}
+		s.catalog = target.CatalogFor(cfg.drivers, ts)
+	}
+	s.checkSettingNames(p)
 	if !p.empty() {
 		return nil, p.err()
 	}
@@ -614,23 +656,36 @@ func (s *Spec) checkSettingName(g field, where string, p *problems) (string, boo
 		p.add(g.keyN, "%q in %s is not a setting name (letters, digits and '_'; one dot for extension settings)", g.key, where)
 		return "", false
 	}
-	if managedSettings[name] {
-		p.add(g.keyN, "%s in %s is managed by tunebench and cannot be set", name, where)
-		return "", false
-	}
-	if !strings.Contains(name, ".") && !s.AllowUnknownSettings {
-		if _, known := knownSettings[name]; !known {
-			msg := fmt.Sprintf("unknown key %q in %s", g.key, where)
-			if sg := suggest(name, settingNames()); sg != "" {
-				msg += " (did you mean " + sg + "?)"
-			} else {
-				msg += " (not a PostgreSQL setting tunebench knows; allow_unknown_settings: true skips this check)"
-			}
-			p.add(g.keyN, "%s", msg)
-			return "", false
-		}
-	}
 	return name, true
+}
+
+// checkSettingNames checks the file's setting names against the target's
+// catalogue, once the whole file (and so the target) is read: the settings
+// tunebench manages are refused, and unknown names get a suggestion.
+func (s *Spec) checkSettingNames(p *problems) {
+	c := s.catalog
+	if c == nil {
+		return
+	}
+	for _, k := range s.settingKeys {
+		if !settingRe.MatchString(k.name) {
+			continue
+		}
+		if c.Managed(k.name) {
+			p.add(k.node, "%s in %s is managed by tunebench and cannot be set", k.name, k.where)
+			continue
+		}
+		if known, _ := c.Setting(k.name); known || s.AllowUnknownSettings {
+			continue
+		}
+		msg := fmt.Sprintf("unknown key %q in %s", k.node.Value, k.where)
+		if sg := suggest(k.name, c.SettingNames()); sg != "" {
+			msg += " (did you mean " + sg + "?)"
+		} else {
+			msg += fmt.Sprintf(" (not a %s setting tunebench knows; allow_unknown_settings: true skips this check)", c.Product())
+		}
+		p.add(k.node, "%s", msg)
+	}
 }
 
 func (s *Spec) parseWorkload(f field, cat Catalog, p *problems) {

@@ -34,7 +34,7 @@ baseline: {shared_buffers: 128MB, work_mem: 4MB, script: tpcb-like}
 
 func mustParse(t *testing.T, src string) *Spec {
 	t.Helper()
-	s, err := Parse("exp.yaml", []byte(src), testCatalog())
+	s, err := Parse("exp.yaml", []byte(src), testCatalog(), pgSettings)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse("exp.yaml", []byte(c.src), testCatalog())
+			_, err := Parse("exp.yaml", []byte(c.src), testCatalog(), pgSettings)
 			if err == nil {
 				t.Fatalf("no error; want %q", c.want)
 			}
@@ -214,7 +214,7 @@ matrix:
     shared_bufers: [1GB]
 cooldwn: 5s
 `
-	_, err := Parse("exp.yaml", []byte(src), testCatalog())
+	_, err := Parse("exp.yaml", []byte(src), testCatalog(), pgSettings)
 	var se *SpecError
 	if !errors.As(err, &se) {
 		t.Fatalf("got %v", err)
@@ -248,7 +248,7 @@ func TestParseRebasesPaths(t *testing.T) {
 	cat["bench"].Options = append(cat["bench"].Options, Option{Name: "file", Kind: KindString,
 		Rebase: func(text, dir string) string { return dir + "/" + text }})
 	src := "workload: {name: bench, options: {script: select-only}}\nmatrix: {file: [a.sql, b.sql]}\nbaseline: {file: a.sql}\n"
-	s, err := Parse("studies/exp.yaml", []byte(src), cat)
+	s, err := Parse("studies/exp.yaml", []byte(src), cat, pgSettings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestParseRebasesPaths(t *testing.T) {
 	if s.Options["script"] != "select-only" {
 		t.Errorf("an option without Rebase changed: %q", s.Options["script"])
 	}
-	s, err = Parse("studies/exp.yaml", []byte("workload: {name: bench, options: {file: c.sql}}\n"), cat)
+	s, err = Parse("studies/exp.yaml", []byte("workload: {name: bench, options: {file: c.sql}}\n"), cat, pgSettings)
 	if err != nil || s.Options["file"] != "studies/c.sql" {
 		t.Errorf("workload option %q, %v", s.Options["file"], err)
 	}

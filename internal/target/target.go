@@ -227,6 +227,49 @@ type Driver interface {
 	Open(ctx context.Context, s Spec) (Target, error)
 }
 
+// SettingsCatalog is what a driver knows of its database's settings
+// without reaching a server: an experiment file's setting names are
+// checked against it as the file is read (with suggestions), and its runs
+// are ordered by the settings that need a restart. The server checks
+// names and values again when they are applied.
+type SettingsCatalog interface {
+	// Setting says whether name is a known setting and whether changing
+	// it needs a server restart.
+	Setting(name string) (known, restart bool)
+	// SettingNames lists the known names (for suggestions).
+	SettingNames() []string
+	// Managed reports a setting the driver sets itself (where the server
+	// listens, its files), which an experiment cannot vary.
+	Managed(name string) bool
+	// Product names the database in messages ("PostgreSQL").
+	Product() string
+}
+
+// ManagedChecker is a Driver that can say, before anything starts,
+// whether it can run a managed server on this machine.
+type ManagedChecker interface {
+	ManagedSupported() error
+}
+
+// Cataloger is a Driver with a settings catalogue.
+type Cataloger interface {
+	SettingsCatalog() SettingsCatalog
+}
+
+// CatalogFor is the settings catalogue of the driver that accepts s (nil
+// when that driver has none, or none accepts it).
+func CatalogFor(drivers []Driver, s Spec) SettingsCatalog {
+	for _, d := range drivers {
+		if d.Accepts(s) {
+			if c, ok := d.(Cataloger); ok {
+				return c.SettingsCatalog()
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
 // Check validates a spec with the first driver that accepts it.
 func Check(drivers []Driver, s Spec) error {
 	for _, d := range drivers {

@@ -1,6 +1,11 @@
-package experiment
+package pg
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/tunebench/tunebench/internal/server"
+	"github.com/tunebench/tunebench/internal/target"
+)
 
 // knownSettings are PostgreSQL server setting names (lower case) from
 // PostgreSQL 10 to 18, so that a typo in an experiment file is caught before
@@ -415,8 +420,38 @@ var knownSettings = map[string]bool{
 	"vacuum_truncate":                      false,
 }
 
-// settingNames lists the known names (for suggestions).
-func settingNames() []string {
+// managedSettings belong to the server's placement: tunebench sets them,
+// an experiment cannot vary them.
+var managedSettings = map[string]bool{
+	"port": true, "listen_addresses": true, "unix_socket_directories": true,
+	"data_directory": true, "config_file": true, "hba_file": true, "ident_file": true,
+}
+
+// ManagedSupported says whether a managed PostgreSQL can run here
+// (target.ManagedChecker).
+func (Driver) ManagedSupported() error { return server.Supported() }
+
+// Catalog is PostgreSQL's settings as tunebench knows them without a
+// server (target.SettingsCatalog).
+type Catalog struct{}
+
+// SettingsCatalog is the driver's catalogue (target.Cataloger).
+func (Driver) SettingsCatalog() target.SettingsCatalog { return Catalog{} }
+
+// Setting says whether name is a PostgreSQL setting of versions 10 to 18,
+// and whether changing it needs a restart. Names with a dot (extension
+// settings) count as known, without a restart.
+func (Catalog) Setting(name string) (known, restart bool) {
+	name = strings.ToLower(name)
+	if strings.Contains(name, ".") {
+		return true, false
+	}
+	restart, known = knownSettings[name]
+	return known, restart
+}
+
+// SettingNames lists the known names (for suggestions).
+func (Catalog) SettingNames() []string {
 	out := make([]string, 0, len(knownSettings))
 	for n := range knownSettings {
 		out = append(out, n)
@@ -424,6 +459,8 @@ func settingNames() []string {
 	return out
 }
 
-// needsRestart reports whether changing the setting needs a server restart,
-// as far as the built-in list knows (unknown names: false).
-func needsRestart(name string) bool { return knownSettings[strings.ToLower(name)] }
+// Managed reports the settings of the server's placement.
+func (Catalog) Managed(name string) bool { return managedSettings[strings.ToLower(name)] }
+
+// Product names the database in messages.
+func (Catalog) Product() string { return "PostgreSQL" }
