@@ -74,6 +74,10 @@ if [ "$test_deps" = 1 ]; then
   # load, so the test builds a small one with MinGW.
   # The sharded-run test builds the image (deploy/Containerfile) and runs
   # shards in containers: podman with runc (crun fails on hybrid cgroups).
+  # The MariaDB target's tests start their own managed MariaDB in a
+  # temporary directory on a free loopback port (the package's own service
+  # is not used).
+  have_tool mariadbd || tpkgs+=(mariadb-server)
   have_tool podman || tpkgs+=(podman)
   have_tool runc || tpkgs+=(runc)
   if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then
