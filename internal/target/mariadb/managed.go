@@ -57,6 +57,9 @@ type Server struct {
 	dir      string
 	st       state
 	password string
+	// Restored are the settings a killed tunebench process left, which
+	// Start restored.
+	Restored []Applied
 }
 
 type state struct {
@@ -161,7 +164,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 	}
 	if s.running() {
-		return s, s.waitReady(ctx, 30*time.Second)
+		if err := s.waitReady(ctx, 30*time.Second); err != nil {
+			return nil, err
+		}
+		s.Restored, err = s.RestoreLeftovers(ctx)
+		return s, err
 	}
 	if o.Port != 0 {
 		s.st.Port = o.Port
@@ -201,7 +208,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		return nil, errors.Join(err, s.Stop(context.WithoutCancel(ctx)))
 	}
-	return s, s.save()
+	if err := s.save(); err != nil {
+		return nil, err
+	}
+	s.Restored, err = s.RestoreLeftovers(ctx)
+	return s, err
 }
 
 // initialize runs mariadb-install-db into DIR/data, owned by the run-as
