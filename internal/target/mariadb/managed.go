@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -316,7 +315,7 @@ func (s *Server) launch() error {
 	defer log.Close()
 	cmd := exec.Command(filepath.Join(s.st.Bin, "mariadbd"), "--defaults-file="+filepath.Join(s.dir, optionFile))
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "", "starting mariadbd")
 	}
@@ -425,7 +424,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	if pid == 0 {
 		return nil
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := terminate(pid); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "", "stopping the managed MariaDB (pid %d)", pid)
 	}
 	deadline := time.Now().Add(2 * time.Minute)

@@ -238,35 +238,9 @@ func (s *Server) Apply(ctx context.Context, settings map[string]string, holder *
 		return nil, err
 	}
 	defer db.Close()
-	cat, err := Catalog(ctx, db)
+	todo, _, err := resolve(ctx, db, settings, holder)
 	if err != nil {
 		return nil, err
-	}
-	names := make([]string, 0, len(settings))
-	for n := range settings {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var todo []Applied
-	for _, n := range names {
-		name := strings.ToLower(strings.TrimSpace(n))
-		v, ok := cat[name]
-		if !ok || !v.Global {
-			hint := "see SELECT VARIABLE_NAME FROM information_schema.SYSTEM_VARIABLES"
-			known := make([]string, 0, len(cat))
-			for k := range cat {
-				known = append(known, k)
-			}
-			if sg := option.Suggest(name, known); sg != "" {
-				hint = "did you mean " + sg + "?"
-			}
-			return nil, errs.Usage(hint, "unknown MariaDB variable %s", name)
-		}
-		val, err := canonical(v, settings[n])
-		if err != nil {
-			return nil, err
-		}
-		todo = append(todo, Applied{Name: name, Value: val, Previous: v.Value, Restart: v.ReadOnly, Holder: holder})
 	}
 	prev, err := s.readJournal()
 	if err != nil {
@@ -326,12 +300,69 @@ func (s *Server) setGlobals(ctx context.Context, as []Applied) error {
 	if err != nil {
 		return err
 	}
+	return setGlobalsOn(ctx, db, cat, as)
+}
+
+// resolve checks settings against the server's catalogue before anything
+// changes and returns them as they are applied, with their values before.
+func resolve(ctx context.Context, db *sql.DB, settings map[string]string, holder *server.Holder) ([]Applied, map[string]Variable, error) {
+	cat, err := Catalog(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, 0, len(settings))
+	for n := range settings {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var todo []Applied
+	for _, n := range names {
+		name := strings.ToLower(strings.TrimSpace(n))
+		v, ok := cat[name]
+		if !ok || !v.Global {
+			hint := "see SELECT VARIABLE_NAME FROM information_schema.SYSTEM_VARIABLES"
+			known := make([]string, 0, len(cat))
+			for k := range cat {
+				known = append(known, k)
+			}
+			if sg := option.Suggest(name, known); sg != "" {
+				hint = "did you mean " + sg + "?"
+			}
+			return nil, nil, errs.Usage(hint, "unknown MariaDB variable %s", name)
+		}
+		val, err := canonical(v, settings[n])
+		if err != nil {
+			return nil, nil, err
+		}
+		todo = append(todo, Applied{Name: name, Value: val, Previous: v.Value, Restart: v.ReadOnly, Holder: holder})
+	}
+	return todo, cat, nil
+}
+
+// setGlobalsOn sets the dynamic values of as on db.
+func setGlobalsOn(ctx context.Context, db *sql.DB, cat map[string]Variable, as []Applied) error {
 	for _, a := range as {
 		if a.Restart {
 			continue
 		}
 		if _, err := db.ExecContext(ctx, "SET GLOBAL "+a.Name+" = "+sqlValue(cat[a.Name], a.Value)); err != nil {
 			return errs.Wrap(errs.KindUsage, err, "", "SET GLOBAL %s = %s", a.Name, a.Value)
+		}
+	}
+	return nil
+}
+
+// verifyOn reads the values of as back from db.
+func verifyOn(ctx context.Context, db *sql.DB, as []Applied) error {
+	cat, err := Catalog(ctx, db)
+	if err != nil {
+		return err
+	}
+	for _, a := range as {
+		v := cat[a.Name]
+		if !same(v, a.Value, v.Value) {
+			return errs.Usage(fmt.Sprintf("MariaDB adjusted it (range %s..%s, block size %.0f); give a value it keeps", bound(v.Min), bound(v.Max), v.Block),
+				"%s was set to %s, the server has %s", a.Name, a.Value, v.Value)
 		}
 	}
 	return nil
@@ -353,18 +384,7 @@ func (s *Server) verify(ctx context.Context, as []Applied) error {
 		return err
 	}
 	defer db.Close()
-	cat, err := Catalog(ctx, db)
-	if err != nil {
-		return err
-	}
-	for _, a := range as {
-		v := cat[a.Name]
-		if !same(v, a.Value, v.Value) {
-			return errs.Usage(fmt.Sprintf("MariaDB adjusted it (range %s..%s, block size %.0f); give a value it keeps", bound(v.Min), bound(v.Max), v.Block),
-				"%s was set to %s, the server has %s", a.Name, a.Value, v.Value)
-		}
-	}
-	return nil
+	return verifyOn(ctx, db, as)
 }
 
 // writeSettingsFile puts set in the settings file and takes drop out.

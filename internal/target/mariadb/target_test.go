@@ -1,0 +1,133 @@
+package mariadb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/target"
+)
+
+// TestTarget: a MariaDB reached by a mariadb:// connection string (the
+// password from $MYSQL_PWD) and by its managed directory: settings
+// checked, applied, verified and restored through target.Settings, a
+// read-only one refused where tunebench cannot restart the server, the
+// status counters sampled as rates.
+func TestTarget(t *testing.T) {
+	needMariaDB(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := serverDir(t)
+	s, err := Start(ctx, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop(context.Background()) })
+
+	d := Driver{}
+	dsn := fmt.Sprintf("mariadb://%s@127.0.0.1:%d/mysql", User, s.Port())
+	if err := d.Check(target.Spec{DSN: strings.Replace(dsn, User+"@", User+":secret@", 1)}); err == nil || !strings.Contains(errs.HintOf(err), PasswordEnv) {
+		t.Errorf("a password in the connection string: %v", err)
+	}
+	if !d.Accepts(target.Spec{DSN: dsn}) || !d.Accepts(target.Spec{ServerDir: dir}) || d.Accepts(target.Spec{DSN: "host=/tmp"}) || d.Accepts(target.Spec{ServerDir: t.TempDir()}) {
+		t.Errorf("Accepts")
+	}
+	rd := redact.New()
+	getenv := func(k string) string {
+		if k == PasswordEnv {
+			return s.password
+		}
+		return ""
+	}
+	tt, err := d.Open(ctx, target.Spec{DSN: dsn, Getenv: getenv, Redactor: rd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tt.Dialect() != "mariadb" || tt.Remote() || strings.Contains(tt.Describe(), s.password) || tt.Database() != "mysql" {
+		t.Errorf("target: %s %s remote %v", tt.Dialect(), tt.Describe(), tt.Remote())
+	}
+	if got := rd.String("pw " + s.password); strings.Contains(got, s.password) {
+		t.Errorf("the password is not redacted: %s", got)
+	}
+	before := globalValue(t, s, "innodb_io_capacity")
+	st := tt.Settings()
+	if err := st.Check(ctx, []target.Setting{{Name: "innodb_sort_buffer_size", Value: "2M"}}); err == nil || !strings.Contains(err.Error(), "read-only while MariaDB runs") {
+		t.Errorf("a read-only variable on a connection string: %v", err)
+	}
+	ch, err := st.Apply(ctx, []target.Setting{{Name: "innodb_io_capacity", Value: "1234"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if globalValue(t, s, "innodb_io_capacity") != "1234" || ch.Values()["innodb_io_capacity"] != "1234" || ch.Restarted() {
+		t.Errorf("applied: %v", ch.Values())
+	}
+	if err := ch.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := globalValue(t, s, "innodb_io_capacity"); got != before {
+		t.Errorf("restored to %s, was %s", got, before)
+	}
+
+	// Samplers: rates of the status counters.
+	specs, err := tt.Samplers(ctx, target.HostMetrics{}, nil)
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("samplers %v %v", specs, err)
+	}
+	smp := specs[0].Sampler
+	t0 := time.Now()
+	if _, err := smp.Sample(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := s.Open("")
+	for i := 0; i < 20; i++ {
+		db.ExecContext(ctx, "COMMIT")
+	}
+	db.Close()
+	pts, err := smp.Sample(ctx, t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates := map[string]float64{}
+	for _, p := range pts {
+		rates[p.Series] = p.V
+	}
+	if rates["mariadb.commits"] < 20 {
+		t.Errorf("commit rate %v (points %v)", rates["mariadb.commits"], pts)
+	}
+	tt.Close(ctx)
+
+	// The managed directory, owned: a read-only variable through a
+	// restart, kept until Close.
+	mt, err := d.Open(ctx, target.Spec{ServerDir: dir, Own: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortBefore := globalValue(t, s, "innodb_sort_buffer_size")
+	ch, err = mt.Settings().Apply(ctx, []target.Setting{{Name: "innodb_sort_buffer_size", Value: "2M"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ch.Restarted() || globalValue(t, s, "innodb_sort_buffer_size") != "2097152" {
+		t.Errorf("read-only through a restart: restarted %v, value %s", ch.Restarted(), globalValue(t, s, "innodb_sort_buffer_size"))
+	}
+	if err := ch.Restore(ctx); err != nil || globalValue(t, s, "innodb_sort_buffer_size") != "2097152" {
+		t.Errorf("an owned target keeps its settings until Close: %v", err)
+	}
+	if err := mt.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := globalValue(t, s, "innodb_sort_buffer_size"); got != sortBefore {
+		t.Errorf("after Close %s, was %s", got, sortBefore)
+	}
+	if dirOK, ok := mt.ScratchDir("x"); !ok || !strings.HasPrefix(dirOK, dir) {
+		t.Errorf("scratch dir %s", dirOK)
+	}
+	if env := mt.Env(ctx, "test"); env == nil || env.DataDir == nil {
+		t.Errorf("env %+v", env)
+	}
+}
