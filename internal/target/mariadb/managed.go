@@ -33,6 +33,7 @@ const User = "tunebench"
 // Files of a managed server's directory.
 const (
 	dataSubdir   = "data"
+	tmpSubdir    = "tmp"            // the server's temporary tables: its own, on its filesystem (not a shared /tmp)
 	optionFile   = "my.cnf"         // the server's options, written by tunebench
 	settingsFile = "tunebench.cnf"  // settings that need a restart, included by my.cnf
 	clientFile   = "client.cnf"     // the client's options: user, password, port (mode 0600)
@@ -193,6 +194,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 		fresh = true
 	}
+	if err := os.MkdirAll(filepath.Join(dir, tmpSubdir), 0o750); err != nil {
+		return nil, err
+	}
+	if err := s.own(filepath.Join(dir, tmpSubdir), 0o750); err != nil {
+		return nil, err
+	}
 	if err := s.writeOptions(); err != nil {
 		return nil, err
 	}
@@ -292,10 +299,11 @@ port=%d
 bind-address=127.0.0.1
 pid-file=%s
 log-error=%s
+tmpdir=%s
 skip-name-resolve
 !include %s
 `, settingsFile, filepath.Join(s.dir, dataSubdir), filepath.Join(s.dir, socketFile), s.st.Port,
-		filepath.Join(s.dir, pidFile), filepath.Join(s.dir, logFile), settings)
+		filepath.Join(s.dir, pidFile), filepath.Join(s.dir, logFile), filepath.Join(s.dir, tmpSubdir), settings)
 	if s.st.RunAs != "" {
 		opts = strings.Replace(opts, "skip-name-resolve\n", "skip-name-resolve\nuser="+s.st.RunAs+"\n", 1)
 	}
