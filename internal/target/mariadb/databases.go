@@ -46,7 +46,7 @@ func (d Databases) State(ctx context.Context, db string) (bool, string, error) {
 		return false, "", nil
 	}
 	if err != nil {
-		return false, "", errs.Wrap(errs.KindConnect, err, "", "reading database %s", db)
+		return false, "", connError(err, "reading database "+db)
 	}
 	return true, comment, nil
 }

@@ -40,7 +40,7 @@ func Catalog(ctx context.Context, db *sql.DB) (map[string]Variable, error) {
 	rows, err := db.QueryContext(ctx, `SELECT VARIABLE_NAME, VARIABLE_TYPE, NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE,
 		NUMERIC_BLOCK_SIZE, ENUM_VALUE_LIST, READ_ONLY, VARIABLE_SCOPE, GLOBAL_VALUE FROM information_schema.SYSTEM_VARIABLES`)
 	if err != nil {
-		return nil, errs.Wrap(errs.KindConnect, err, "", "reading information_schema.SYSTEM_VARIABLES")
+		return nil, connError(err, "reading information_schema.SYSTEM_VARIABLES")
 	}
 	defer rows.Close()
 	out := map[string]Variable{}

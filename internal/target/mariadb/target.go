@@ -3,6 +3,7 @@ package mariadb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net"
 	"net/url"
 	"os"
@@ -430,4 +431,24 @@ func (s *statusSampler) Sample(ctx context.Context, now time.Time) ([]sampler.Po
 	}
 	s.prev, s.at = cur, now
 	return out, nil
+}
+
+// connError says why the server could not be reached, with the fix: a
+// refused login, an unknown database, nothing listening.
+func connError(err error, what string) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1045:
+			return errs.Wrap(errs.KindConnect, err, "check the user in the connection string and the password in $"+PasswordEnv, "MariaDB refused the login (%s)", what)
+		case 1049:
+			return errs.Wrap(errs.KindConnect, err, "create the database, or name another in the connection string", "no such database (%s)", what)
+		}
+		return errs.Wrap(errs.KindConnect, err, "", "%s", what)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || strings.Contains(err.Error(), "connection refused") {
+		return errs.Wrap(errs.KindConnect, err, "is the server running, and are the host and port right?", "cannot reach MariaDB (%s)", what)
+	}
+	return errs.Wrap(errs.KindConnect, err, "", "%s", what)
 }

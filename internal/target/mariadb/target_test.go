@@ -51,6 +51,16 @@ func TestTarget(t *testing.T) {
 	if tt.Dialect() != "mariadb" || tt.Remote() || strings.Contains(tt.Describe(), s.password) || tt.Database() != "mysql" {
 		t.Errorf("target: %s %s remote %v", tt.Dialect(), tt.Describe(), tt.Remote())
 	}
+	// A wrong password and a server that is not there: one clear error each.
+	bad, _ := d.Open(ctx, target.Spec{DSN: dsn, Getenv: func(string) string { return "wrong" }})
+	if err := bad.Settings().Check(ctx, []target.Setting{{Name: "innodb_io_capacity", Value: "300"}}); err == nil ||
+		!strings.Contains(err.Error(), "MariaDB refused the login") || !strings.Contains(errs.HintOf(err), PasswordEnv) || errs.KindOf(err) != errs.KindConnect {
+		t.Errorf("wrong password: %v (hint %q)", err, errs.HintOf(err))
+	}
+	down, _ := d.Open(ctx, target.Spec{DSN: "mariadb://x@127.0.0.1:1/"})
+	if _, _, err := down.Databases().State(ctx, "x"); err == nil || !strings.Contains(err.Error(), "cannot reach MariaDB") || !strings.Contains(errs.HintOf(err), "is the server running") {
+		t.Errorf("server down: %v (hint %q)", err, errs.HintOf(err))
+	}
 	if got := rd.String("pw " + s.password); strings.Contains(got, s.password) {
 		t.Errorf("the password is not redacted: %s", got)
 	}
