@@ -27,6 +27,9 @@ func checkName(db string) error {
 	return nil
 }
 
+// ident quotes a name from the catalogue as an identifier.
+func ident(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
 func quoteString(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
 }
@@ -100,11 +103,16 @@ func (d Databases) DropOwn(ctx context.Context, db, own string) error {
 // DATABASE ... TEMPLATE does).
 func (Databases) Seal(context.Context, string) error { return nil }
 
-// Copy makes db a copy of template: each base table made LIKE the
-// template's (columns, indexes, engine) and filled with INSERT ... SELECT,
-// foreign key checks off for the copy. A half-made copy is dropped.
+// Copy makes db a copy of template, in the template's character set:
+// each base table made LIKE the template's (columns, indexes, engine; not
+// its foreign keys, which CREATE TABLE ... LIKE leaves out) and filled
+// with INSERT ... SELECT, foreign key checks off for the copy. A half-made
+// copy is dropped.
 func (d Databases) Copy(ctx context.Context, db, template string) error {
 	if err := checkName(db); err != nil {
+		return err
+	}
+	if err := checkName(template); err != nil {
 		return err
 	}
 	if exists, _, err := d.State(ctx, db); err != nil {
@@ -146,7 +154,12 @@ func (d Databases) Copy(ctx context.Context, db, template string) error {
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS `"+db+"`")
 		return errs.Wrap(errs.KindConnect, err, "", "copying %s to %s", template, db)
 	}
-	if _, err := conn.ExecContext(ctx, "CREATE DATABASE `"+db+"`"); err != nil {
+	var charset, collation string
+	if err := conn.QueryRowContext(ctx, `SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?`,
+		template).Scan(&charset, &collation); err != nil {
+		return connError(err, "reading database "+template)
+	}
+	if _, err := conn.ExecContext(ctx, "CREATE DATABASE `"+db+"` CHARACTER SET "+ident(charset)+" COLLATE "+ident(collation)); err != nil {
 		return errs.Wrap(errs.KindConnect, err, "", "creating database %s", db)
 	}
 	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0"); err != nil {
@@ -154,8 +167,8 @@ func (d Databases) Copy(ctx context.Context, db, template string) error {
 	}
 	for _, t := range tables {
 		for _, q := range []string{
-			"CREATE TABLE `" + db + "`.`" + t + "` LIKE `" + template + "`.`" + t + "`",
-			"INSERT INTO `" + db + "`.`" + t + "` SELECT * FROM `" + template + "`.`" + t + "`",
+			"CREATE TABLE " + ident(db) + "." + ident(t) + " LIKE " + ident(template) + "." + ident(t),
+			"INSERT INTO " + ident(db) + "." + ident(t) + " SELECT * FROM " + ident(template) + "." + ident(t),
 		} {
 			if _, err := conn.ExecContext(ctx, q); err != nil {
 				return fail(err)

@@ -33,15 +33,17 @@ const User = "tunebench"
 // Files of a managed server's directory.
 const (
 	dataSubdir   = "data"
-	tmpSubdir    = "tmp"            // the server's temporary tables: its own, on its filesystem (not a shared /tmp)
-	optionFile   = "my.cnf"         // the server's options, written by tunebench
-	settingsFile = "tunebench.cnf"  // settings that need a restart, included by my.cnf
-	clientFile   = "client.cnf"     // the client's options: user, password, port (mode 0600)
-	stateFile    = "tunebench.json" // what tunebench recorded of the server
-	socketFile   = "mariadbd.sock"  // the server's socket
-	pidFile      = "mariadbd.pid"   // the server's pid
-	logFile      = "mariadbd.log"   // the server's error log
-	passFile     = "tunebench.pass" // the password (mode 0600)
+	tmpSubdir    = "tmp"               // the server's temporary tables: its own, on its filesystem (not a shared /tmp)
+	optionFile   = "my.cnf"            // the server's options, written by tunebench
+	settingsFile = "tunebench.cnf"     // settings that need a restart, included by my.cnf
+	clientFile   = "client.cnf"        // the client's options: user, password, port (mode 0600)
+	stateFile    = "tunebench.json"    // what tunebench recorded of the server
+	runSubdir    = "run"               // the server's own files, the only ones its OS user owns besides data and tmp
+	socketFile   = "run/mariadbd.sock" // the server's socket
+	pidFile      = "run/mariadbd.pid"  // the server's pid
+	logFile      = "run/mariadbd.log"  // the server's error log
+	fileSubdir   = "run/files"         // secure_file_priv: the only directory its FILE privilege reaches
+	passFile     = "tunebench.pass"    // the password (mode 0600)
 )
 
 // Options say where and how to run a managed server.
@@ -63,10 +65,13 @@ type Server struct {
 }
 
 type state struct {
-	Port    int    `json:"port"`
-	RunAs   string `json:"run_as,omitempty"`
-	Bin     string `json:"bin"`
-	Version string `json:"version"`
+	// UserMade: tunebench's user exists (a first start stopped before
+	// it is resumed by the next).
+	UserMade bool   `json:"user_made"`
+	Port     int    `json:"port"`
+	RunAs    string `json:"run_as,omitempty"`
+	Bin      string `json:"bin"`
+	Version  string `json:"version"`
 }
 
 // Dir is the server's directory.
@@ -187,18 +192,26 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if os.Geteuid() == 0 && s.st.RunAs == "" {
 		s.st.RunAs = "mysql"
 	}
-	fresh := false
+	if err := checkReachable(dir, s.st.RunAs); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(dir, dataSubdir, "mysql")); errors.Is(err, os.ErrNotExist) {
 		if err := s.initialize(ctx); err != nil {
 			return nil, err
 		}
-		fresh = true
 	}
-	if err := os.MkdirAll(filepath.Join(dir, tmpSubdir), 0o750); err != nil {
+	// Saved now: a first start that stops before the user is made is
+	// resumed by the next (UserMade false).
+	if err := s.save(); err != nil {
 		return nil, err
 	}
-	if err := s.own(filepath.Join(dir, tmpSubdir), 0o750); err != nil {
-		return nil, err
+	for _, sub := range []string{tmpSubdir, runSubdir, fileSubdir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
+			return nil, err
+		}
+		if err := s.own(filepath.Join(dir, sub), 0o750); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.writeOptions(); err != nil {
 		return nil, err
@@ -206,15 +219,23 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := s.launch(); err != nil {
 		return nil, err
 	}
-	if fresh {
+	if !s.st.UserMade {
 		if err := s.makeUser(ctx); err != nil {
 			return nil, errors.Join(err, s.Stop(context.WithoutCancel(ctx)))
 		}
+		s.st.UserMade = true
 	}
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		return nil, errors.Join(err, s.Stop(context.WithoutCancel(ctx)))
 	}
 	if err := s.save(); err != nil {
+		return nil, err
+	}
+	// A new start has lost every SET GLOBAL: the dynamic values the
+	// journal says are in force (their holders live) are set again.
+	if live, err := s.liveEntries(); err != nil {
+		return nil, err
+	} else if err := s.setGlobals(ctx, live); err != nil {
 		return nil, err
 	}
 	s.Restored, err = s.RestoreLeftovers(ctx)
@@ -227,8 +248,10 @@ func (s *Server) initialize(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(s.dir, dataSubdir), 0o750); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "", "making %s", s.dir)
 	}
-	if err := s.own(s.dir, 0o755); err != nil {
-		return err
+	// The directory stays tunebench's (its option files are written as
+	// root); the server's user owns data/, tmp/ and run/ only.
+	if err := os.Chmod(s.dir, 0o755); err != nil {
+		return errs.Wrap(errs.KindEnvironment, err, "", "chmod %s", s.dir)
 	}
 	if err := s.own(filepath.Join(s.dir, dataSubdir), 0o750); err != nil {
 		return err
@@ -245,7 +268,7 @@ func (s *Server) initialize(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, tool, args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return errs.Wrap(errs.KindEnvironment, err, "see the output above; the directory must be empty and writable by "+orMe(s.st.RunAs),
-			"mariadb-install-db in %s failed: %s", s.dir, lastLines(string(out), 5))
+			"mariadb-install-db in %s failed: %s", s.dir, errorLines(string(out)))
 	}
 	pw := make([]byte, 18)
 	if _, err := rand.Read(pw); err != nil {
@@ -300,10 +323,11 @@ bind-address=127.0.0.1
 pid-file=%s
 log-error=%s
 tmpdir=%s
+secure_file_priv=%s
 skip-name-resolve
 !include %s
 `, settingsFile, filepath.Join(s.dir, dataSubdir), filepath.Join(s.dir, socketFile), s.st.Port,
-		filepath.Join(s.dir, pidFile), filepath.Join(s.dir, logFile), filepath.Join(s.dir, tmpSubdir), settings)
+		filepath.Join(s.dir, pidFile), filepath.Join(s.dir, logFile), filepath.Join(s.dir, tmpSubdir), filepath.Join(s.dir, fileSubdir), settings)
 	if s.st.RunAs != "" {
 		opts = strings.Replace(opts, "skip-name-resolve\n", "skip-name-resolve\nuser="+s.st.RunAs+"\n", 1)
 	}
@@ -316,7 +340,7 @@ skip-name-resolve
 
 // launch starts mariadbd in a session of its own, its output in the log.
 func (s *Server) launch() error {
-	log, err := os.OpenFile(filepath.Join(s.dir, "mariadbd.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	log, err := os.OpenFile(filepath.Join(s.dir, "mariadbd.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscallNoFollow, 0o644)
 	if err != nil {
 		return err
 	}
@@ -341,6 +365,11 @@ func (s *Server) pid() int {
 	if n <= 0 || !proc.Alive(n, 0) {
 		return 0
 	}
+	// A pid file left by a crash may name a pid reused by another
+	// process: only a mariadbd is this server.
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", n)); err == nil && strings.TrimSpace(string(comm)) != "mariadbd" {
+		return 0
+	}
 	return n
 }
 
@@ -349,17 +378,26 @@ func (s *Server) running() bool { return s.pid() != 0 }
 // makeUser connects as root through the socket (a new server's root has
 // no password and takes no TCP login) and makes tunebench's user.
 func (s *Server) makeUser(ctx context.Context) error {
-	c := mysql.NewConfig()
-	c.User, c.Net, c.Addr = "root", "unix", filepath.Join(s.dir, socketFile)
-	conn, err := mysql.NewConnector(c)
-	if err != nil {
-		return err
-	}
-	db := sql.OpenDB(conn)
-	defer db.Close()
+	var db *sql.DB
+	var err error
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		err = db.PingContext(ctx)
+		// root has no password on a new server; an earlier first start
+		// that stopped half-way may have given it ours.
+		for _, pw := range []string{"", s.password} {
+			c := mysql.NewConfig()
+			c.User, c.Passwd, c.Net, c.Addr = "root", pw, "unix", filepath.Join(s.dir, socketFile)
+			c.AllowNativePasswords = true
+			conn, cerr := mysql.NewConnector(c)
+			if cerr != nil {
+				return cerr
+			}
+			db = sql.OpenDB(conn)
+			if err = db.PingContext(ctx); err == nil {
+				break
+			}
+			db.Close()
+		}
 		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
@@ -371,11 +409,38 @@ func (s *Server) makeUser(ctx context.Context) error {
 	if err != nil {
 		return s.startError(err)
 	}
+	defer db.Close()
+	// Only root@localhost (by the socket, with our password), the
+	// server's own mariadb.sys and tunebench's user may log in: the other
+	// root accounts mariadb-install-db makes (127.0.0.1, ::1, the host
+	// name) have no password.
+	rows, err := db.QueryContext(ctx, "SELECT User, Host FROM mysql.user")
+	if err != nil {
+		return errs.Wrap(errs.KindConnect, err, "", "reading the new server's accounts")
+	}
+	var drop []string
+	for rows.Next() {
+		var u, h string
+		if err := rows.Scan(&u, &h); err != nil {
+			rows.Close()
+			return err
+		}
+		if (u == "root" && h == "localhost") || u == "mariadb.sys" || u == User {
+			continue
+		}
+		drop = append(drop, "'"+strings.ReplaceAll(u, "'", "''")+"'@'"+strings.ReplaceAll(h, "'", "''")+"'")
+	}
+	rows.Close()
+	for _, a := range drop {
+		if _, err := db.ExecContext(ctx, "DROP USER "+a); err != nil {
+			return errs.Wrap(errs.KindConnect, err, "", "dropping the account %s", a)
+		}
+	}
 	quoted := strings.ReplaceAll(s.password, "'", "''")
 	for _, q := range []string{
-		"CREATE USER '" + User + "'@'127.0.0.1' IDENTIFIED BY '" + quoted + "'",
+		"CREATE USER IF NOT EXISTS '" + User + "'@'127.0.0.1' IDENTIFIED BY '" + quoted + "'",
 		"GRANT ALL PRIVILEGES ON *.* TO '" + User + "'@'127.0.0.1' WITH GRANT OPTION",
-		"CREATE USER '" + User + "'@'localhost' IDENTIFIED BY '" + quoted + "'",
+		"CREATE USER IF NOT EXISTS '" + User + "'@'localhost' IDENTIFIED BY '" + quoted + "'",
 		"GRANT ALL PRIVILEGES ON *.* TO '" + User + "'@'localhost' WITH GRANT OPTION",
 		"ALTER USER 'root'@'localhost' IDENTIFIED BY '" + quoted + "'",
 	} {
@@ -455,4 +520,52 @@ func lastLines(s string, n int) string {
 		}
 	}
 	return strings.Join(out, " | ")
+}
+
+// checkReachable checks that the server's OS user can reach dir: every
+// directory above it must be searchable by others (it is not in
+// tunebench's group).
+func checkReachable(dir, runAs string) error {
+	if runAs == "" {
+		return nil
+	}
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			return errs.Usage(fmt.Sprintf("chmod o+x %s, or put the server's directory elsewhere (e.g. /var/tmp/tunebench)", d),
+				"the MariaDB server runs as %s, which cannot reach %s: %s is not searchable by others", runAs, dir, d)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// liveEntries are the journal's values held by live processes.
+func (s *Server) liveEntries() ([]Applied, error) {
+	all, err := s.readJournal()
+	if err != nil {
+		return nil, err
+	}
+	var out []Applied
+	for _, a := range all {
+		if a.Holder.Alive() {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// errorLines are the [ERROR] lines of a MariaDB tool's output, else its
+// last lines.
+func errorLines(out string) string {
+	var errsOut []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "[ERROR]") {
+			errsOut = append(errsOut, strings.TrimSpace(l))
+		}
+	}
+	if len(errsOut) > 0 {
+		return strings.Join(errsOut, " | ")
+	}
+	return lastLines(out, 5)
 }

@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,6 +74,18 @@ func TestManagedLifecycle(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, optionFile)); strings.Contains(string(b), s.password) {
 		t.Errorf("the password is in the server's option file")
+	}
+	// Only tunebench's user logs in over TCP: no passwordless root (nor
+	// any other account mariadb-install-db made).
+	for _, u := range []string{"root", ""} {
+		if out, err := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", strconv.Itoa(s.Port()), "-u", u, "-e", "SELECT 1").CombinedOutput(); err == nil {
+			t.Errorf("user %q logs in over TCP without a password: %s", u, out)
+		}
+	}
+	// The server's own files are its user's; the directory and its option
+	// files stay tunebench's.
+	if fi, err := os.Stat(dir); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
+		t.Errorf("the server directory's owner changed: %v", err)
 	}
 	// The mariadb client takes the client option file.
 	if out, err := exec.CommandContext(ctx, "mariadb", "--defaults-extra-file="+s.ClientFile(), "-N", "-e", "SELECT n FROM tb_check.t").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "42" {

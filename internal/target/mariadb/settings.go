@@ -162,10 +162,25 @@ func bound(f *float64) string {
 	return strconv.FormatFloat(*f, 'f', -1, 64)
 }
 
-// same reports whether the server's read-back value is the value set.
+// same reports whether the server's read-back value is the value set: a
+// SET as the same members in any order; a FLAGSET (optimizer_switch) as
+// every flag given at its value among all the flags it prints.
 func same(v Variable, want, got string) bool {
 	if strings.EqualFold(strings.TrimSpace(want), strings.TrimSpace(got)) {
 		return true
+	}
+	if v.Type == "SET" || v.Type == "FLAGSET" {
+		have := map[string]bool{}
+		for _, m := range strings.Split(strings.ToLower(got), ",") {
+			have[strings.TrimSpace(m)] = true
+		}
+		members := strings.Split(strings.ToLower(want), ",")
+		for _, m := range members {
+			if m = strings.TrimSpace(m); m != "" && m != "default" && !have[m] {
+				return false
+			}
+		}
+		return v.Type == "FLAGSET" || len(members) == len(have)
 	}
 	a, errA := strconv.ParseFloat(want, 64)
 	b, errB := strconv.ParseFloat(got, 64)
@@ -221,6 +236,20 @@ func (s *Server) writeJournal(as []Applied) error {
 	return os.Rename(tmp, s.journalPath())
 }
 
+// lockJournal holds the journal for one Apply or Restore (another
+// tunebench process waits), until the returned function is called.
+func (s *Server) lockJournal() (func(), error) {
+	f, err := os.OpenFile(s.journalPath()+".lock", os.O_CREATE|os.O_RDWR|syscallNoFollow, 0o600)
+	if err != nil {
+		return nil, errs.Wrap(errs.KindEnvironment, err, "", "locking %s", s.journalPath())
+	}
+	if err := flock(f); err != nil {
+		f.Close()
+		return nil, errs.Wrap(errs.KindEnvironment, err, "", "locking %s", s.journalPath())
+	}
+	return func() { f.Close() }, nil
+}
+
 // Holder is this process as the holder of settings it applies.
 func Holder(what string) *server.Holder {
 	return &server.Holder{PID: os.Getpid(), Start: proc.Start(os.Getpid()), What: what}
@@ -233,6 +262,22 @@ func Holder(what string) *server.Holder {
 // file with one restart, and reads every value back (MariaDB clamps and
 // rounds with only a warning). On failure what it changed is restored.
 func (s *Server) Apply(ctx context.Context, settings map[string]string, holder *server.Holder) ([]Applied, error) {
+	unlock, err := s.lockJournal()
+	if err != nil {
+		return nil, err
+	}
+	done, err := s.apply(ctx, settings, holder)
+	unlock()
+	if err != nil && done != nil {
+		// Undo what was made (the lock is free again for Restore).
+		return nil, errors.Join(err, s.Restore(context.WithoutCancel(ctx), done))
+	}
+	return done, err
+}
+
+// apply is Apply under the journal's lock; on an error after changes it
+// returns what to restore with the error.
+func (s *Server) apply(ctx context.Context, settings map[string]string, holder *server.Holder) ([]Applied, error) {
 	db, err := s.Open("")
 	if err != nil {
 		return nil, err
@@ -267,20 +312,20 @@ func (s *Server) Apply(ctx context.Context, settings map[string]string, holder *
 	}
 	if len(restart) > 0 {
 		if err := s.writeSettingsFile(restart, nil); err != nil {
-			return nil, errors.Join(err, s.Restore(context.WithoutCancel(ctx), todo))
+			return todo, err
 		}
 		if err := s.restart(ctx); err != nil {
-			return nil, errors.Join(err, s.Restore(context.WithoutCancel(ctx), todo))
+			return todo, err
 		}
 		if err := s.setGlobals(ctx, prev); err != nil {
-			return nil, errors.Join(err, s.Restore(context.WithoutCancel(ctx), todo))
+			return todo, err
 		}
 	}
 	if err := s.setGlobals(ctx, todo); err != nil {
-		return nil, errors.Join(err, s.Restore(context.WithoutCancel(ctx), todo))
+		return todo, err
 	}
 	if err := s.verify(ctx, todo); err != nil {
-		return nil, errors.Join(err, s.Restore(context.WithoutCancel(ctx), todo))
+		return todo, err
 	}
 	return todo, nil
 }
@@ -428,6 +473,11 @@ func (s *Server) restart(ctx context.Context) error {
 // the read-only ones out of the settings file with one restart, and drops
 // them from the journal.
 func (s *Server) Restore(ctx context.Context, as []Applied) error {
+	unlock, err := s.lockJournal()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	prev, err := s.readJournal()
 	if err != nil {
 		return err

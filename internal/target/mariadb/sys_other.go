@@ -4,6 +4,7 @@ package mariadb
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 )
 
@@ -13,3 +14,7 @@ import (
 func detach(*exec.Cmd) {}
 
 func terminate(int) error { return errors.New("a managed MariaDB is not supported on this system") }
+
+const syscallNoFollow = 0
+
+func flock(*os.File) error { return nil }

@@ -4,6 +4,7 @@ package mariadb
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -19,3 +20,9 @@ func terminate(pid int) error {
 	}
 	return nil
 }
+
+// syscallNoFollow refuses to open a symbolic link in the last component.
+const syscallNoFollow = syscall.O_NOFOLLOW
+
+// flock holds an exclusive lock on f until it is closed.
+func flock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }

@@ -118,6 +118,15 @@ func (Driver) Open(ctx context.Context, s target.Spec) (target.Target, error) {
 	if s.Database != "" {
 		t.cfg.DBName = s.Database
 	}
+	for _, a := range s.Avoid {
+		if t.cfg.DBName == a {
+			return nil, errs.Usage("name another database in the connection (the experiment makes and drops "+a+")",
+				"the connection names database %s, which the experiment recreates", a)
+		}
+	}
+	if len(s.Base) > 0 && !s.Own {
+		return nil, errs.New(errs.KindInternal, "", "base settings need an owned target (nothing would restore them)")
+	}
 	if s.Redactor != nil && t.cfg.Passwd != "" {
 		s.Redactor.AddSecret(t.cfg.Passwd)
 	}
