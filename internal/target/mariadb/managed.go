@@ -256,12 +256,22 @@ func (s *Server) initialize(ctx context.Context) error {
 	if err := s.own(filepath.Join(s.dir, dataSubdir), 0o750); err != nil {
 		return err
 	}
+	// A server starting removes the #sql* temporary files it finds in its
+	// tmpdir: servers sharing /tmp remove each other's (seen as "Unknown
+	// table mysql.tmp_user_sys" when two bootstraps run at once). Each
+	// has its own, the bootstrap too.
+	if err := os.MkdirAll(filepath.Join(s.dir, tmpSubdir), 0o750); err != nil {
+		return err
+	}
+	if err := s.own(filepath.Join(s.dir, tmpSubdir), 0o750); err != nil {
+		return err
+	}
 	tool, err := installDB(s.st.Bin)
 	if err != nil {
 		return err
 	}
 	args := []string{"--no-defaults", "--datadir=" + filepath.Join(s.dir, dataSubdir), "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--skip-name-resolve"}
+		"--skip-test-db", "--skip-name-resolve", "--tmpdir=" + filepath.Join(s.dir, tmpSubdir)}
 	if s.st.RunAs != "" {
 		args = append(args, "--user="+s.st.RunAs)
 	}
