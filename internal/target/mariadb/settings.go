@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,15 +25,18 @@ import (
 // Variable is one row of information_schema.SYSTEM_VARIABLES: the
 // catalogue settings are checked against before anything changes.
 type Variable struct {
-	Name       string
-	Type       string // BIGINT UNSIGNED, INT, DOUBLE, BOOLEAN, ENUM, SET, VARCHAR ...
-	Min, Max   *float64
-	Block      float64  // NUMERIC_BLOCK_SIZE: a value is a multiple of it
-	Enum       []string // ENUM and SET members, BOOLEAN's OFF,ON
-	ReadOnly   bool     // set at start only: through the settings file and a restart
-	Global     bool     // has a global value (scope GLOBAL or SESSION)
-	Value      string   // GLOBAL_VALUE
-	HasDefault bool
+	Name     string
+	Type     string // BIGINT UNSIGNED, INT, DOUBLE, BOOLEAN, ENUM, SET, VARCHAR ...
+	Min, Max *float64
+	// MinText and MaxText are the bounds as the catalogue writes them
+	// (exact for 64-bit integers, which a float64 rounds).
+	MinText, MaxText string
+	Block            float64  // NUMERIC_BLOCK_SIZE: a value is a multiple of it
+	Enum             []string // ENUM and SET members, BOOLEAN's OFF,ON
+	ReadOnly         bool     // set at start only: through the settings file and a restart
+	Global           bool     // has a global value (scope GLOBAL or SESSION)
+	Value            string   // GLOBAL_VALUE
+	HasDefault       bool
 }
 
 // Catalog reads the server's variables.
@@ -52,6 +56,7 @@ func Catalog(ctx context.Context, db *sql.DB) (map[string]Variable, error) {
 		}
 		v := Variable{Name: strings.ToLower(name), Type: strings.ToUpper(typ), ReadOnly: ro == "YES", Global: scope != "SESSION ONLY", Value: val.String}
 		v.Min, v.Max = num(minV), num(maxV)
+		v.MinText, v.MaxText = minV.String, maxV.String
 		if b := num(block); b != nil {
 			v.Block = *b
 		}
@@ -74,7 +79,7 @@ func num(s sql.NullString) *float64 {
 	return &f
 }
 
-var sizeRe = regexp.MustCompile(`^(?i)\s*(\d+)\s*([KMGT]?)\s*$`)
+var sizeRe = regexp.MustCompile(`^(?i)\s*(-?\d+)\s*([KMGT]?)\s*$`)
 
 // canonical checks value against v and returns it as it is given to SET
 // GLOBAL and compared with what the server reads back: integers in
@@ -91,19 +96,26 @@ func canonical(v Variable, value string) (string, error) {
 		if m == nil {
 			return "", errs.Usage(fmt.Sprintf("%s takes an integer (K, M, G, T suffixes allowed)", v.Name), "invalid value %q for %s", value, v.Name)
 		}
-		n, err := strconv.ParseFloat(m[1], 64)
-		if err != nil {
-			return "", err
+		// Exact integers: BIGINT UNSIGNED reaches 2^64-1, past float64.
+		n, ok := new(big.Int).SetString(m[1], 10)
+		if !ok {
+			return "", errs.Usage(v.Name+" takes an integer", "invalid value %q for %s", value, v.Name)
 		}
-		n *= map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[strings.ToUpper(m[2])]
-		if err := inRange(v, n); err != nil {
-			return "", err
+		n.Mul(n, big.NewInt(map[string]int64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[strings.ToUpper(m[2])]))
+		lo, hasLo := new(big.Int).SetString(v.MinText, 10)
+		hi, hasHi := new(big.Int).SetString(v.MaxText, 10)
+		if (hasLo && n.Cmp(lo) < 0) || (hasHi && n.Cmp(hi) > 0) {
+			return "", errs.Usage(fmt.Sprintf("%s is between %s and %s (MariaDB would clamp it, with only a warning)", v.Name, v.MinText, v.MaxText),
+				"value %s for %s is out of range", n, v.Name)
 		}
-		if v.Block > 1 && math.Mod(n, v.Block) != 0 {
-			return "", errs.Usage(fmt.Sprintf("use a multiple of %.0f (MariaDB would round it down to %.0f)", v.Block, n-math.Mod(n, v.Block)),
-				"value %s for %s is not a multiple of its block size %.0f", value, v.Name, v.Block)
+		if v.Block > 1 {
+			b := big.NewInt(int64(v.Block))
+			if r := new(big.Int).Mod(n, b); r.Sign() != 0 {
+				return "", errs.Usage(fmt.Sprintf("use a multiple of %s (MariaDB would round it down to %s)", b, new(big.Int).Sub(n, r)),
+					"value %s for %s is not a multiple of its block size %s", value, v.Name, b)
+			}
 		}
-		return strconv.FormatFloat(n, 'f', 0, 64), nil
+		return n.String(), nil
 	case v.Type == "DOUBLE":
 		f, err := strconv.ParseFloat(value, 64)
 		if err != nil {

@@ -130,3 +130,22 @@ func TestSettings(t *testing.T) {
 		t.Errorf("leftovers: %+v, innodb_io_capacity %s", s2.Restored, globalValue(t, s2, "innodb_io_capacity"))
 	}
 }
+
+func TestCanonicalIntegers(t *testing.T) {
+	v := Variable{Name: "max_join_size", Type: "BIGINT UNSIGNED", MinText: "1", MaxText: "18446744073709551615"}
+	for in, want := range map[string]string{"18446744073709551615": "18446744073709551615", "2G": "2147483648", "  7 ": "7"} {
+		if got, err := canonical(v, in); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+	}
+	if _, err := canonical(v, "18446744073709551616"); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("2^64: %v", err)
+	}
+	signed := Variable{Name: "x", Type: "INT", MinText: "-10", MaxText: "10", Block: 2}
+	if got, err := canonical(signed, "-4"); err != nil || got != "-4" {
+		t.Errorf("-4: %q %v", got, err)
+	}
+	if _, err := canonical(signed, "3"); err == nil || !strings.Contains(errs.HintOf(err), "round it down to 2") {
+		t.Errorf("block: %v %q", err, errs.HintOf(err))
+	}
+}
