@@ -132,10 +132,13 @@ func TestJobsLoadDbgenData(t *testing.T) {
 		// And the pages are all-visible: no vacuum is left for later. Parts
 		// copied side by side may leave a few new pages without rows where
 		// they extended the table at once, which VACUUM does not mark (and
-		// no query reads rows from); a table not vacuumed has none marked.
+		// no query reads rows from): PostgreSQL 15 extends a relation by 20
+		// pages per backend waiting on its extension lock, so 3 parts can
+		// leave 20 or more (1160/1180 seen); a table not vacuumed has none
+		// marked. The slack is 16 pages or 5%.
 		var notVisible []string
 		if err := conn.QueryRow(ctx, `select coalesce(array_agg(relname::text || ' ' || relallvisible || '/' || relpages), '{}')
-			from pg_class where relname = any($1) and relallvisible < relpages - 16`, tableNames()).Scan(&notVisible); err != nil {
+			from pg_class where relname = any($1) and relallvisible < relpages - greatest(16, relpages / 20)`, tableNames()).Scan(&notVisible); err != nil {
 			t.Fatal(err)
 		}
 		if len(notVisible) > 0 {
