@@ -57,9 +57,14 @@ func TestJobsLoadPgbenchData(t *testing.T) {
 				t.Errorf("jobs %d: the first scan of %s dirtied %d pages:\n%s", jobs, table, n, plan)
 			}
 		}
-		var notVisible int64
-		if err := conn.QueryRow(ctx, "select count(*) from pg_class where relname = any($1) and relkind = 'r' and relallvisible < relpages", tableNames).Scan(&notVisible); err != nil || notVisible > 0 {
-			t.Errorf("jobs %d: %d tables with pages not all-visible (%v)", jobs, notVisible, err)
+		// All-visible, up to the empty pages that parts copying side by
+		// side leave where PostgreSQL extended the table for the backends
+		// waiting on its extension lock (20 pages each in PostgreSQL 15),
+		// which VACUUM does not mark: 16 pages or 5%, as tpch's test.
+		var notVisible []string
+		if err := conn.QueryRow(ctx, `select coalesce(array_agg(relname::text || ' ' || relallvisible || '/' || relpages), '{}') from pg_class
+			where relname = any($1) and relkind = 'r' and relallvisible < relpages - greatest(16, relpages / 20)`, tableNames).Scan(&notVisible); err != nil || len(notVisible) > 0 {
+			t.Errorf("jobs %d: pages not all-visible after the load: %v (%v)", jobs, notVisible, err)
 		}
 	}
 }
