@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/human"
 	"github.com/tunebench/tunebench/internal/proc"
 	"github.com/tunebench/tunebench/internal/store"
 )
@@ -117,22 +118,10 @@ func HookFailure(h *store.HookRecord) string {
 		why = "exit status " + strconv.Itoa(h.ExitCode)
 	}
 	msg := fmt.Sprintf("hook %s `%s` failed: %s", h.Point, h.Command, why)
-	if t := lastLines(h.Output, 3); t != "" {
+	if t := human.LastLines(h.Output, 3); t != "" {
 		msg += ": " + t
 	}
 	return msg
-}
-
-// lastLines are the last n non-empty lines of s, joined with " | ".
-func lastLines(s string, n int) string {
-	var out []string
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			out = append([]string{l}, out...)
-		}
-	}
-	return strings.Join(out, " | ")
 }
 
 // hookVars are the variables of a hook at step s: where in the

@@ -26,3 +26,12 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestLastLines(t *testing.T) {
+	if got := LastLines("a\n\n b \nc\n\n", 2); got != "b | c" {
+		t.Errorf("%q", got)
+	}
+	if got := LastLines("", 3); got != "" {
+		t.Errorf("%q", got)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/human"
 	"github.com/tunebench/tunebench/internal/proc"
 	"github.com/tunebench/tunebench/internal/server"
 )
@@ -489,7 +490,7 @@ func (s *Server) readVersion(ctx context.Context, db *sql.DB) error {
 func (s *Server) startError(err error) error {
 	b, _ := os.ReadFile(filepath.Join(s.dir, logFile))
 	return errs.Wrap(errs.KindConnect, err, "see "+filepath.Join(s.dir, logFile),
-		"the managed MariaDB in %s did not start: %s", s.dir, lastLines(string(b), 3))
+		"the managed MariaDB in %s did not start: %s", s.dir, human.LastLines(string(b), 3))
 }
 
 func (s *Server) save() error {
@@ -519,17 +520,6 @@ func (s *Server) Stop(ctx context.Context) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return nil
-}
-
-func lastLines(s string, n int) string {
-	var out []string
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			out = append([]string{l}, out...)
-		}
-	}
-	return strings.Join(out, " | ")
 }
 
 // checkReachable checks that the server's OS user can reach dir: every
@@ -577,5 +567,5 @@ func errorLines(out string) string {
 	if len(errsOut) > 0 {
 		return strings.Join(errsOut, " | ")
 	}
-	return lastLines(out, 5)
+	return human.LastLines(out, 5)
 }
