@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/netio"
 	"github.com/tunebench/tunebench/internal/redact"
 )
 
@@ -145,7 +146,7 @@ func (t *Target) connect(ctx context.Context, direct bool) (*pgx.Conn, error) {
 			if err != nil {
 				return nil, err
 			}
-			c, _ = newDirectConn(c)
+			c, _ = netio.NewDirectConn(c)
 			return c, nil
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tunebench/tunebench/internal/driver"
+	"github.com/tunebench/tunebench/internal/netio"
 	"github.com/tunebench/tunebench/internal/redact"
 	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/testutil"
@@ -41,7 +42,7 @@ func connect(t *testing.T, tg *Target) *pgx.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	if _, ok := conn.PgConn().Conn().(*directConn); !ok {
+	if !netio.IsDirect(conn.PgConn().Conn()) {
 		t.Fatalf("Connect gave a %T, want *directConn", conn.PgConn().Conn())
 	}
 	return conn
@@ -246,7 +247,7 @@ func TestConnectStdIsNetpoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	if _, ok := conn.PgConn().Conn().(*directConn); ok {
+	if netio.IsDirect(conn.PgConn().Conn()) {
 		t.Fatal("ConnectStd gave a directConn")
 	}
 	tg.NetpollIO = true
@@ -255,7 +256,31 @@ func TestConnectStdIsNetpoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn2.Close(context.Background())
-	if _, ok := conn2.PgConn().Conn().(*directConn); ok {
+	if netio.IsDirect(conn2.PgConn().Conn()) {
 		t.Fatal("NetpollIO ignored")
 	}
 }
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(ents)
+}
+
+// waitFor polls cond for up to 5 s (goroutines and descriptors are released
+// asynchronously), then fails with msg().
+func waitFor(t *testing.T, cond func() bool, msg func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal(msg())
+}
+
+// TestIncomingCPU: over loopback TCP the CPU that received the peer's last
+// write is the CPU the peer wrote from; it is -1 for other connections.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/netio"
 	"github.com/tunebench/tunebench/internal/step"
 )
 
@@ -18,8 +19,8 @@ import (
 // step's allocations.
 type Session struct {
 	Conn   *pgx.Conn
-	Direct bool   // Conn does blocking syscalls on the step's OS thread
-	Thread Thread // scheduling discipline of that thread
+	Direct bool         // Conn does blocking syscalls on the step's OS thread
+	Thread netio.Thread // scheduling discipline of that thread
 	// Shared: the session is driven with others from one thread that its
 	// owner (the executor) manages; Ready leaves the thread alone.
 	Shared bool
@@ -31,7 +32,7 @@ type Session struct {
 // Use makes conn the session's connection.
 func (s *Session) Use(conn *pgx.Conn) {
 	s.Conn = conn
-	s.Direct = IsDirect(conn.PgConn().Conn())
+	s.Direct = netio.IsDirect(conn.PgConn().Conn())
 }
 
 // Fd returns the descriptor of a direct connection, for poll(2), or -1.
@@ -39,7 +40,7 @@ func (s *Session) Fd() int {
 	if s.Conn == nil {
 		return -1
 	}
-	fd, _ := DirectFd(s.Conn.PgConn().Conn())
+	fd, _ := netio.DirectFd(s.Conn.PgConn().Conn())
 	return fd
 }
 
@@ -47,7 +48,7 @@ func (s *Session) Fd() int {
 // (see MarkReadable): the multiplexed executor calls Continue only then.
 func (s *Session) Readable() {
 	if s.Conn != nil {
-		MarkReadable(s.Conn.PgConn().Conn())
+		netio.MarkReadable(s.Conn.PgConn().Conn())
 	}
 }
 
@@ -57,7 +58,7 @@ func (s *Session) ServerCPU() int {
 	if s.Conn == nil {
 		return -1
 	}
-	return IncomingCPU(s.Conn.PgConn().Conn())
+	return netio.IncomingCPU(s.Conn.PgConn().Conn())
 }
 
 // Drop closes the connection, if any, and stops watching for its sake.
@@ -106,7 +107,7 @@ func (s *Session) Unwatch() {
 // the outcome of a step that could not start and returns false.
 func (s *Session) Ready(ctx context.Context, out *step.Outcome, reconnect func(context.Context) error) bool {
 	if s.Direct && !s.Shared {
-		s.Thread.paceFor(ctx)
+		s.Thread.PaceFor(ctx)
 		s.Thread.Tick()
 	}
 	if err := ctx.Err(); err != nil {

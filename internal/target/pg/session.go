@@ -12,6 +12,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/driver"
 	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
+	"github.com/tunebench/tunebench/internal/netio"
 	"github.com/tunebench/tunebench/internal/step"
 	"github.com/tunebench/tunebench/internal/target"
 )
@@ -48,7 +49,7 @@ func (ss Sessions) NewSession(ctx context.Context, spec *target.SessionSpec) (ta
 }
 
 // NewThread is the discipline of a driver thread of direct connections.
-func (Sessions) NewThread() step.Thread { return &pgdrv.Thread{} }
+func (Sessions) NewThread() step.Thread { return &netio.Thread{} }
 
 // session is a worker's connection: a target.Session.
 type session struct {
@@ -137,13 +138,13 @@ func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec
 	}
 	if s.Direct {
 		// Workers are made one after the other with ids 0..n-1.
-		pgdrv.EnsureProcs(spec.ID + 1)
+		netio.EnsureProcs(spec.ID + 1)
 	}
 	return s, nil
 }
 
 // NewThread is the discipline of a driver thread of direct connections.
-func (t *Target) NewThread() step.Thread { return &pgdrv.Thread{} }
+func (t *Target) NewThread() step.Thread { return &netio.Thread{} }
 
 // fill points statement i's parameters at its slots' values.
 func (s *session) fill(i int) {

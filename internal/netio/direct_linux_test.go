@@ -1,6 +1,6 @@
 //go:build linux
 
-package pg
+package netio
 
 import (
 	"errors"
@@ -44,9 +44,9 @@ func pairOn(t *testing.T, network, address string) (*directConn, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, ok := newDirectConn(c)
+	dc, ok := NewDirectConn(c)
 	if !ok {
-		t.Fatalf("newDirectConn refused a %T", c)
+		t.Fatalf("NewDirectConn refused a %T", c)
 	}
 	peer := <-accepted
 	if peer == nil {

@@ -1,12 +1,12 @@
 //go:build !linux
 
-package pg
+package netio
 
 import "net"
 
-// newDirectConn: blocking socket I/O is implemented for Linux only; other
+// NewDirectConn: blocking socket I/O is implemented for Linux only; other
 // systems keep Go's network I/O.
-func newDirectConn(c net.Conn) (net.Conn, bool) { return c, false }
+func NewDirectConn(c net.Conn) (net.Conn, bool) { return c, false }
 
 // IsDirect reports whether c is a direct connection: never on this system.
 func IsDirect(c net.Conn) bool { return false }

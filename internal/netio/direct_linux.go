@@ -1,6 +1,6 @@
 //go:build linux
 
-package pg
+package netio
 
 import (
 	"errors"
@@ -22,10 +22,11 @@ import (
 // goroutine on EAGAIN and need the netpoller and a second thread to wake it,
 // which on a loaded machine adds a thread hand-off to every round trip.
 //
-// pgconn drives deadlines in three ways, all supported:
+// The database drivers (pgconn, go-sql-driver/mysql) drive deadlines in
+// three ways, all supported:
 //   - a deadline at or before now (context cancellation) interrupts a
 //     blocked Read or Write by shutting the socket down; the interrupted
-//     call returns a timeout error (pgconn then closes the connection, as it
+//     call returns a timeout error (the driver then closes the connection, as pgconn
 //     does for every I/O error inside a query). A deadline that expires
 //     while no call is in progress only makes the next calls fail with a
 //     timeout, and clearing it makes the connection usable again, as with a
@@ -64,10 +65,10 @@ type deadline struct {
 	timer    *time.Timer  // guarded by directConn.mu
 }
 
-// newDirectConn takes over the socket of c (a *net.TCPConn or *net.UnixConn)
+// NewDirectConn takes over the socket of c (a *net.TCPConn or *net.UnixConn)
 // for blocking I/O and closes c. If that is not possible, it returns c
 // unchanged and false.
-func newDirectConn(c net.Conn) (net.Conn, bool) {
+func NewDirectConn(c net.Conn) (net.Conn, bool) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return c, false

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pg
+package netio
 
 import (
 	"context"
@@ -49,7 +49,7 @@ const yieldEvery = 8 * time.Millisecond
 // back whenever it is returned to the runtime.
 type Thread struct {
 	started   bool
-	paced     bool          // an open loop's (Paced, paceFor): no SCHED_BATCH
+	paced     bool          // an open loop's (Paced, PaceFor): no SCHED_BATCH
 	batch     bool          // Tick set SCHED_BATCH on the current thread
 	lastYield time.Duration // since threadEpoch: one clock reading a Tick
 
@@ -85,11 +85,11 @@ func (t *Thread) KernelBound() {}
 // (step.PacedThread): Tick then leaves the thread's policy as it is.
 func (t *Thread) Paced() { t.paced = true }
 
-// paceFor makes a Thread that has not started paced when ctx is an open
+// PaceFor makes a Thread that has not started paced when ctx is an open
 // loop's step context (step.WithPaced), and not paced otherwise (so it
 // overrides an earlier Paced): for a session's own Thread, which the
 // executor does not see; Session.Ready calls it before each Tick.
-func (t *Thread) paceFor(ctx context.Context) {
+func (t *Thread) PaceFor(ctx context.Context) {
 	if !t.started {
 		t.paced = step.IsPaced(ctx)
 	}
@@ -210,3 +210,6 @@ func EnsureProcs(workers int) {
 		runtime.GOMAXPROCS(workers + 1)
 	}
 }
+
+// Batch reports whether the current thread was given SCHED_BATCH by Tick.
+func (t *Thread) Batch() bool { return t.batch }

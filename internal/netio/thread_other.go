@@ -1,6 +1,6 @@
 //go:build !linux
 
-package pg
+package netio
 
 import "context"
 
@@ -19,10 +19,13 @@ func (t *Thread) KernelBound() {}
 // Paced does nothing on this system.
 func (t *Thread) Paced() {}
 
-func (t *Thread) paceFor(context.Context) {}
+func (t *Thread) PaceFor(context.Context) {}
 
 // Stop does nothing on this system.
 func (t *Thread) Stop() {}
 
 // EnsureProcs does nothing on this system.
 func EnsureProcs(workers int) {}
+
+// Batch reports false: no policy is set on this system.
+func (t *Thread) Batch() bool { return false }
