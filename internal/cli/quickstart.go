@@ -15,8 +15,8 @@ import (
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/report"
 	"github.com/tunebench/tunebench/internal/results"
-	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -91,7 +91,7 @@ cores.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			start := time.Now()
-			if err := server.Supported(); err != nil {
+			if err := s.postgresSupported(); err != nil {
 				return errs.New(errs.KindUsage, "on Windows, point tunebench at a PostgreSQL you run: tunebench load tpcb --dsn postgres://USER@HOST:PORT/DB --scale 10, then tunebench run tpcb --dsn ... (README: Windows and macOS)",
 					"quickstart runs the main job on a managed PostgreSQL, which needs Linux or macOS")
 			}
@@ -202,7 +202,7 @@ func writeExperimentReport(ctx context.Context, cmd *cobra.Command, s *State, rf
 	if _, err := st.GetExperiment(ctx, name); err != nil {
 		return err
 	}
-	r, err := report.Build(ctx, st, report.Options{Experiment: name, Version: Version, Registry: s.Registry})
+	r, err := report.Build(ctx, st, report.Options{Experiment: name, Version: Version, Registry: s.Registry, Charts: target.ChartsOf(s.drivers())})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/report"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
 )
 
 func newReportCmd(s *State) *cobra.Command {
@@ -52,7 +53,7 @@ docs/report.md explains how to read each section.`,
 				s.eprintf("reporting the most recent experiment, %s (give an experiment name or run ids to choose another)\n", name)
 				args = []string{name}
 			}
-			o := report.Options{Baseline: baseline, MaxSeriesRuns: maxRuns, IncludeErrors: includeErrors, Version: buildVersion(), Registry: s.Registry}
+			o := report.Options{Baseline: baseline, MaxSeriesRuns: maxRuns, IncludeErrors: includeErrors, Version: buildVersion(), Registry: s.Registry, Charts: target.ChartsOf(s.drivers())}
 			if err := reportTarget(cmd, st, args, &o); err != nil {
 				return err
 			}

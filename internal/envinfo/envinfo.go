@@ -47,6 +47,8 @@ type Snapshot struct {
 	// (target.kernel, matrix.kernel), with the values they replaced.
 	Kernel   []KernelSetting `json:"kernel,omitempty"`
 	Postgres *Postgres       `json:"postgres,omitempty"`
+	// Database is a database server other than PostgreSQL (MariaDB).
+	Database *Database `json:"database,omitempty"`
 	// Server is where the server is and the round trip to it (nil when
 	// not recorded: no connection, or a run before this field).
 	Server   *Server   `json:"server,omitempty"`

@@ -138,7 +138,7 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 	}
 	if m := spec.Target.Managed; m != nil {
 		ts.DSN = ""
-		ts.Managed = &target.Managed{Dir: dataDir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs}
+		ts.Managed = &target.Managed{Engine: m.Engine, Dir: dataDir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs}
 		if storage, env, ok := ParseGroup(dataDir); ok {
 			ts.Managed.Dir = m.Dir
 			if storage != "" {
@@ -359,8 +359,8 @@ func (lt *labTarget) teardown(ctx context.Context) error {
 // writable cgroup hierarchy with the controllers of each envelope.
 func (l *Lab) Preflight(_ context.Context, p *Plan) error {
 	if l.Spec.Target.Managed != nil {
-		if err := managedSupported(l.Drivers); err != nil {
-			return errs.New(errs.KindUsage, "give target.dsn (a PostgreSQL you run) instead of target.managed", "%v", err)
+		if err := managedSupported(l.Drivers, l.Spec.Target.Managed.Engine); err != nil {
+			return errs.New(errs.KindUsage, "give target.dsn (a database server you run) instead of target.managed", "%v", err)
 		}
 	}
 	if l.Registry != nil && l.Spec.Workload != nil {
@@ -623,8 +623,8 @@ func itoa(n int64) string {
 
 // managedSupported asks the driver of managed servers whether it can run
 // one on this machine.
-func managedSupported(drivers []target.Driver) error {
-	s := target.Spec{Managed: &target.Managed{}}
+func managedSupported(drivers []target.Driver, engine string) error {
+	s := target.Spec{Managed: &target.Managed{Engine: engine}}
 	for _, d := range drivers {
 		if d.Accepts(s) {
 			if mc, ok := d.(target.ManagedChecker); ok {

@@ -121,10 +121,13 @@ type TargetSpec struct {
 
 // Managed describes the managed server.
 type Managed struct {
-	Dir   string // server dir; "" = a temporary one (or matrix.data_dir)
-	Port  int    // 0 = a free one
-	PGBin string
-	RunAs string
+	// Engine is the database: "postgres" (the default) or "mariadb", a
+	// target driver's name.
+	Engine string
+	Dir    string // server dir; "" = a temporary one (or matrix.data_dir)
+	Port   int    // 0 = a free one
+	PGBin  string
+	RunAs  string
 }
 
 // Setting is one server setting.
@@ -378,7 +381,7 @@ func Parse(file string, src []byte, cat Catalog, opts ...ParseOption) (*Spec, er
 	if s.catalog == nil {
 		ts := target.Spec{DSN: s.Target.DSN}
 		if s.Target.Managed != nil {
-			ts.Managed = &target.Managed{}
+			ts.Managed = &target.Managed{Engine: s.Target.Managed.Engine}
 		}
 		s.catalog = target.CatalogFor(cfg.drivers, ts)
 	}

@@ -34,6 +34,14 @@ func (s *Spec) parseTarget(f field, p *problems) {
 			}
 			for _, g := range mf {
 				switch g.key {
+				case "engine":
+					if v, ok := scalar(g.value, "target.managed.engine", p); ok {
+						if v != "postgres" && v != "mariadb" {
+							p.add(g.value, "target.managed.engine is postgres (the default) or mariadb, not %q", v)
+						} else if v != "postgres" {
+							m.Engine = v
+						}
+					}
 				case "dir":
 					if v, ok := scalar(g.value, "target.managed.dir", p); ok {
 						m.Dir = v
@@ -58,7 +66,7 @@ func (s *Spec) parseTarget(f field, p *problems) {
 				case "settings":
 					p.add(g.keyN, "settings belong to the target, not to target.managed: move them to target.settings")
 				default:
-					unknownKey(p, g, "target.managed", []string{"dir", "port", "pg_bin", "run_as"})
+					unknownKey(p, g, "target.managed", []string{"engine", "dir", "port", "pg_bin", "run_as"})
 				}
 			}
 		case "dsn":

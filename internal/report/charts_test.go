@@ -39,7 +39,7 @@ func TestChartsWithDegenerateData(t *testing.T) {
 		"disk.read_iops":   {{1, nan}, {2, nan}},          // nothing finite
 		"errors":           {{1, 0}, {2, 0}},              // omitted when all zero
 	}
-	for _, def := range runChartDefs {
+	for _, def := range baseCharts {
 		svg, err := seriesChart(def, sm, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", def.Title, err)

@@ -124,12 +124,7 @@ var envFields = []envField{
 		return s.DataDir.Features.Line()
 	}},
 	{"WAL filesystem", func(s *envinfo.Snapshot) string { return s.WALLine() }},
-	{"PostgreSQL", func(s *envinfo.Snapshot) string {
-		if s.Postgres == nil {
-			return ""
-		}
-		return s.Postgres.Version
-	}},
+	{"Database server", func(s *envinfo.Snapshot) string { return s.DatabaseLine() }},
 	{"Server", func(s *envinfo.Snapshot) string { return s.Server.Line() }},
 	{"Driver", func(s *envinfo.Snapshot) string { return driverLine(s, true) }},
 	{"Driver shards", shardsLine},
@@ -216,10 +211,8 @@ func environment(d *dataset) (env, settings []envRow, note string) {
 
 	names := map[string]bool{}
 	for _, rd := range with {
-		if rd.Env.Postgres != nil {
-			for k := range rd.Env.Postgres.Settings {
-				names[k] = true
-			}
+		for k := range rd.Env.DatabaseSettings() {
+			names[k] = true
 		}
 	}
 	keys := make([]string, 0, len(names))
@@ -231,9 +224,9 @@ func environment(d *dataset) (env, settings []envRow, note string) {
 		vals := make([]string, len(with))
 		for i, rd := range with {
 			v := "(default)"
-			if rd.Env.Postgres == nil {
+			if rd.Env.DatabaseSettings() == nil {
 				v = "(unknown)"
-			} else if s, ok := rd.Env.Postgres.Settings[k]; ok {
+			} else if s, ok := rd.Env.DatabaseSettings()[k]; ok {
 				v = redact.SettingValue(k, s)
 			}
 			vals[i] = v

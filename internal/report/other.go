@@ -134,7 +134,7 @@ func renderSection(s *results.Section, rds []*runData) (otherView, error) {
 			for _, c := range rv.Charts {
 				def := runChartDef{Title: c.Title, YLabel: c.YLabel, Scale: 1}
 				for _, ref := range c.Series {
-					def.Series = append(def.Series, seriesDef{ref.Name, ref.Label})
+					def.Series = append(def.Series, seriesDef(ref))
 				}
 				svg, err := seriesChart(def, sm, rd.Sum.Outages)
 				if err != nil {

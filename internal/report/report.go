@@ -51,6 +51,10 @@ type Options struct {
 	IncludeErrors bool
 	// Version is tunebench's version, shown in the footer.
 	Version string
+	// Charts are the database targets' chart vocabularies (the drivers'
+	// target.Charter): a run's charts are the report's own and those of
+	// its database.
+	Charts []results.ChartDef
 	// Now is the generation time shown (default time.Now).
 	Now time.Time
 	// Registry holds the workloads: their headlines, the order of their
@@ -244,7 +248,7 @@ func build(d *dataset, storePath string, o Options) (*Report, error) {
 	picked, note := seriesRuns(d, o.MaxSeriesRuns)
 	r.SeriesNote = note
 	for _, rd := range picked {
-		rc, err := buildRunCharts(rd)
+		rc, err := buildRunCharts(rd, o.Charts)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/target"
+	targets "github.com/tunebench/tunebench/internal/target/all"
+
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/store"
 	"github.com/tunebench/tunebench/internal/workload/all"
@@ -28,6 +31,7 @@ func writeFixtureReport(t *testing.T, o Options) (*Report, string) {
 	o.Now = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	o.Version = "test"
 	o.Registry = all.Registry()
+	o.Charts = target.ChartsOf(targets.Drivers())
 	r, err := Build(context.Background(), st, o)
 	if err != nil {
 		t.Fatal(err)

@@ -16,87 +16,57 @@ import (
 )
 
 // seriesDef is one stored series drawn in a chart, with its legend name.
-type seriesDef struct{ name, label string }
-
-// runChartDef describes one per-run time-series chart.
-type runChartDef struct {
-	Title  string
-	YLabel string
-	Scale  float64 // values are multiplied by this (e.g. bytes -> MB)
-	// Stacked draws the series as stacked areas (parts of a whole).
-	Stacked bool
-	Series  []seriesDef
-	// Prefix selects every series whose name starts with it (wait events);
-	// the legend shows the rest of the name. At most MaxLayers are drawn,
-	// the largest by mean, the others summed as "other".
-	Prefix    string
-	MaxLayers int
-	// OmitIfZero leaves the chart out when every value is zero.
-	OmitIfZero bool
-	// LogWhenWide switches the y axis to a log scale when the highest value
-	// is more than 30 times the lowest positive one (a latency max that
-	// would flatten the percentiles).
-	LogWhenWide bool
-	// Host is the chart's title when the run says whose machine its
-	// series measure and from where (results.HostSeriesLabel): "CPU"
-	// becomes "CPU (database server host, pg_read_file through SQL)".
-	Host string
-}
+type (
+	seriesDef   = results.ChartSeries
+	runChartDef = results.ChartDef
+)
 
 const (
 	mb  = 1e-6
 	gib = 1.0 / (1 << 30)
 )
 
-// runChartDefs are the per-run charts after the throughput chart, in the
-// order they appear. Series names are the samplers' (docs/report.md).
-var runChartDefs = []runChartDef{
+// baseCharts are the report's own per-run charts after the throughput
+// chart, in the order they appear; the run's target adds its own
+// (results.ChartsFor, target.Charter). Series names are the samplers'
+// (docs/report.md).
+var baseCharts = []runChartDef{
 	{Title: "Latency per second", YLabel: "latency (ms)", Scale: 1, LogWhenWide: true, Series: []seriesDef{
-		{"latency_p50_ms", "p50"}, {"latency_p95_ms", "p95"}, {"latency_p99_ms", "p99"}, {"latency_max_ms", "max"}}},
+		{Name: "latency_p50_ms", Label: "p50"}, {Name: "latency_p95_ms", Label: "p95"}, {Name: "latency_p99_ms", Label: "p99"}, {Name: "latency_max_ms", Label: "max"}}},
 	{Title: "Errors per second", YLabel: "errors per second", Scale: 1, OmitIfZero: true, Series: []seriesDef{
-		{"errors", "errors per second"}}},
+		{Name: "errors", Label: "errors per second"}}},
 	{Title: "CPU (whole machine)", Host: "CPU", YLabel: "% of all CPUs", Scale: 1, Stacked: true, Series: []seriesDef{
-		{"sys.cpu_user_pct", "user"}, {"sys.cpu_system_pct", "system"}, {"sys.cpu_iowait_pct", "iowait"}, {"sys.cpu_steal_pct", "steal"}}},
+		{Name: "sys.cpu_user_pct", Label: "user"}, {Name: "sys.cpu_system_pct", Label: "system"}, {Name: "sys.cpu_iowait_pct", Label: "iowait"}, {Name: "sys.cpu_steal_pct", Label: "steal"}}},
 	{Title: "CPU (database server host)", Host: "CPU", YLabel: "% of all CPUs", Scale: 1, Stacked: true, OmitIfZero: true, Series: []seriesDef{
-		{"server.sys.cpu_user_pct", "user"}, {"server.sys.cpu_system_pct", "system"}, {"server.sys.cpu_iowait_pct", "iowait"}, {"server.sys.cpu_steal_pct", "steal"}}},
+		{Name: "server.sys.cpu_user_pct", Label: "user"}, {Name: "server.sys.cpu_system_pct", Label: "system"}, {Name: "server.sys.cpu_iowait_pct", Label: "iowait"}, {Name: "server.sys.cpu_steal_pct", Label: "steal"}}},
 	{Title: "Container CPU", Host: "Container CPU", YLabel: "percent", Scale: 1, OmitIfZero: true, Series: []seriesDef{
-		{"container.cpu_pct", "% of one CPU"}, {"container.cpu_throttled_pct", "% of periods throttled"}}},
+		{Name: "container.cpu_pct", Label: "% of one CPU"}, {Name: "container.cpu_throttled_pct", Label: "% of periods throttled"}}},
 	{Title: "Pressure stall", Host: "Pressure stall", YLabel: "% of time some task waited", Scale: 1, OmitIfZero: true, Series: []seriesDef{
-		{"sys.pressure_cpu_pct", "CPU"}, {"sys.pressure_io_pct", "I/O"}, {"sys.pressure_mem_pct", "memory"}}},
+		{Name: "sys.pressure_cpu_pct", Label: "CPU"}, {Name: "sys.pressure_io_pct", Label: "I/O"}, {Name: "sys.pressure_mem_pct", Label: "memory"}}},
 	{Title: "Pressure stall (database server host)", Host: "Pressure stall", YLabel: "% of time some task waited", Scale: 1, OmitIfZero: true, Series: []seriesDef{
-		{"server.sys.pressure_cpu_pct", "CPU"}, {"server.sys.pressure_io_pct", "I/O"}, {"server.sys.pressure_mem_pct", "memory"}}},
+		{Name: "server.sys.pressure_cpu_pct", Label: "CPU"}, {Name: "server.sys.pressure_io_pct", Label: "I/O"}, {Name: "server.sys.pressure_mem_pct", Label: "memory"}}},
 	{Title: "Process CPU", YLabel: "% of one CPU", Scale: 1, Series: []seriesDef{
-		{"pg.proc_cpu_pct", "PostgreSQL processes"}, {"driver.cpu_pct", "tunebench driver"}}},
-	{Title: "Wait events (sampled pg_stat_activity)", YLabel: "average active sessions", Scale: 1, Stacked: true, Prefix: "wait.", MaxLayers: 8},
+		{Name: "driver.cpu_pct", Label: "tunebench driver"}}},
 	{Title: "Disk throughput (data directory device)", Host: "Disk throughput, data directory device", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
-		{"disk.read_bytes_s", "device read"}, {"disk.write_bytes_s", "device write"},
-		{"pg.proc_read_bytes_s", "PostgreSQL read"}, {"pg.proc_write_bytes_s", "PostgreSQL write"}}},
+		{Name: "disk.read_bytes_s", Label: "device read"}, {Name: "disk.write_bytes_s", Label: "device write"}}},
 	{Title: "Disk IOPS", Host: "Disk IOPS", YLabel: "I/O per second", Scale: 1, Series: []seriesDef{
-		{"disk.read_iops", "read"}, {"disk.write_iops", "write"}}},
+		{Name: "disk.read_iops", Label: "read"}, {Name: "disk.write_iops", Label: "write"}}},
 	{Title: "Disk await", Host: "Disk await", YLabel: "ms", Scale: 1, Series: []seriesDef{
-		{"disk.await_ms", "all"}, {"disk.read_await_ms", "read"}, {"disk.write_await_ms", "write"}}},
-	{Title: "Disk utilisation", Host: "Disk utilisation", YLabel: "% of time busy", Scale: 1, Series: []seriesDef{{"disk.util_pct", "busy"}}},
-	{Title: "WAL and temporary files", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
-		{"pg.wal_bytes_s", "WAL written"}, {"pg.temp_bytes_s", "temp files"}}},
-	{Title: "Buffers written", YLabel: "buffers per second", Scale: 1, Series: []seriesDef{
-		{"pg.buffers_checkpoint_s", "checkpointer"}, {"pg.buffers_clean_s", "background writer"}, {"pg.buffers_backend_s", "backends"}}},
-	{Title: "Database transactions", YLabel: "per second", Scale: 1, Series: []seriesDef{
-		{"pg.commits_s", "commits"}, {"pg.rollbacks_s", "rollbacks"}}},
-	{Title: "Buffer cache", YLabel: "blocks per second", Scale: 1, Series: []seriesDef{
-		{"pg.blks_hit_s", "hit"}, {"pg.blks_read_s", "read"}}},
+		{Name: "disk.await_ms", Label: "all"}, {Name: "disk.read_await_ms", Label: "read"}, {Name: "disk.write_await_ms", Label: "write"}}},
+	{Title: "Disk utilisation", Host: "Disk utilisation", YLabel: "% of time busy", Scale: 1, Series: []seriesDef{{Name: "disk.util_pct", Label: "busy"}}},
 	{Title: "Memory", Host: "Memory", YLabel: "GiB", Scale: gib, Series: []seriesDef{
-		{"sys.mem_used_bytes", "used"}, {"sys.page_cache_bytes", "page cache"}, {"pg.proc_rss_bytes", "PostgreSQL RSS"}}},
+		{Name: "sys.mem_used_bytes", Label: "used"}, {Name: "sys.page_cache_bytes", Label: "page cache"}}},
 	{Title: "Memory (database server host)", Host: "Memory", YLabel: "GiB", Scale: gib, OmitIfZero: true, Series: []seriesDef{
-		{"server.sys.mem_used_bytes", "used"}, {"server.sys.page_cache_bytes", "page cache"}}},
+		{Name: "server.sys.mem_used_bytes", Label: "used"}, {Name: "server.sys.page_cache_bytes", Label: "page cache"}}},
 	{Title: "Container memory", Host: "Container memory", YLabel: "GiB", Scale: gib, OmitIfZero: true, Series: []seriesDef{
-		{"container.mem_working_set_bytes", "working set"}}},
+		{Name: "container.mem_working_set_bytes", Label: "working set"}}},
 	{Title: "Network", Host: "Network", YLabel: "MB/s", Scale: mb, Series: []seriesDef{
-		{"net.rx_bytes_s", "received"}, {"net.tx_bytes_s", "sent"}, {"net.lo_bytes_s", "loopback"}}},
+		{Name: "net.rx_bytes_s", Label: "received"}, {Name: "net.tx_bytes_s", Label: "sent"}, {Name: "net.lo_bytes_s", Label: "loopback"}}},
 	{Title: "Network (database server host)", Host: "Network", YLabel: "MB/s", Scale: mb, OmitIfZero: true, Series: []seriesDef{
-		{"server.net.rx_bytes_s", "received"}, {"server.net.tx_bytes_s", "sent"}, {"server.net.lo_bytes_s", "loopback"}}},
+		{Name: "server.net.rx_bytes_s", Label: "received"}, {Name: "server.net.tx_bytes_s", Label: "sent"}, {Name: "server.net.lo_bytes_s", Label: "loopback"}}},
 	{Title: "Container I/O and network", Host: "Container I/O and network", YLabel: "MB/s", Scale: mb, OmitIfZero: true, Series: []seriesDef{
-		{"container.read_bytes_s", "read"}, {"container.write_bytes_s", "written"}, {"container.net_rx_bytes_s", "received"}, {"container.net_tx_bytes_s", "sent"}}},
-	{Title: "Driver GC pauses", YLabel: "ms per second", Scale: 1, Series: []seriesDef{{"driver.gc_pause_ms", "GC pause"}}},
+		{Name: "container.read_bytes_s", Label: "read"}, {Name: "container.write_bytes_s", Label: "written"}, {Name: "container.net_rx_bytes_s", Label: "received"}, {Name: "container.net_tx_bytes_s", Label: "sent"}}},
+	{Title: "Driver GC pauses", YLabel: "ms per second", Scale: 1, Series: []seriesDef{{Name: "driver.gc_pause_ms", Label: "GC pause"}}},
 }
 
 // namedChart is one rendered chart.
@@ -151,7 +121,7 @@ func checkpointTimes(pts []XY) []float64 {
 }
 
 // buildRunCharts renders the time-series charts of one run.
-func buildRunCharts(rd *runData) (runCharts, error) {
+func buildRunCharts(rd *runData, targetCharts []runChartDef) (runCharts, error) {
 	rc := runCharts{Run: rd, Ref: rd.ref(), Outages: outageLines(rd, 8)}
 	if rd.statusBad() {
 		rc.Status = "status " + rd.statusText()
@@ -204,9 +174,9 @@ func buildRunCharts(rd *runData) (runCharts, error) {
 		rc.Missing = append(rc.Missing, title)
 	}
 
-	for _, def := range runChartDefs {
+	for _, def := range results.ChartsFor(baseCharts, targetCharts, productOf(rd)) {
 		if def.Host != "" && len(def.Series) > 0 {
-			if l := results.HostSeriesLabel(&results.Summary{Hosts: rd.Sum.Hosts}, def.Series[0].name); l != "" {
+			if l := results.HostSeriesLabel(&results.Summary{Hosts: rd.Sum.Hosts}, def.Series[0].Name); l != "" {
 				def.Title = def.Host + " (" + l + ")"
 			}
 		}
@@ -293,8 +263,8 @@ func seriesChart(def runChartDef, sm map[string][]XY, outs []results.Outage) (te
 	var layers []layer
 	nonzero := false
 	for _, sd := range defs {
-		pts := sm[sd.name]
-		if sd.name == "" { // the "other" layer of a prefix chart
+		pts := sm[sd.Name]
+		if sd.Name == "" { // the "other" layer of a prefix chart
 			pts = sumOthers(sm, def.Prefix, defs)
 		}
 		var keep []XY
@@ -307,7 +277,7 @@ func seriesChart(def runChartDef, sm map[string][]XY, outs []results.Outage) (te
 			}
 		}
 		if len(keep) > 0 {
-			layers = append(layers, layer{sd.label, keep})
+			layers = append(layers, layer{sd.Label, keep})
 		}
 	}
 	if len(layers) == 0 || (def.OmitIfZero && !nonzero) {
@@ -463,10 +433,10 @@ func prefixLayers(sm map[string][]XY, prefix string, maxLayers int) []seriesDef 
 	var out []seriesDef
 	for i, c := range cs {
 		if maxLayers > 0 && len(cs) > maxLayers && i == maxLayers-1 {
-			out = append(out, seriesDef{"", "other"})
+			out = append(out, seriesDef{Name: "", Label: "other"})
 			break
 		}
-		out = append(out, seriesDef{c.name, strings.TrimPrefix(c.name, prefix)})
+		out = append(out, seriesDef{Name: c.name, Label: strings.TrimPrefix(c.name, prefix)})
 	}
 	return out
 }
@@ -475,7 +445,7 @@ func prefixLayers(sm map[string][]XY, prefix string, maxLayers int) []seriesDef 
 func sumOthers(sm map[string][]XY, prefix string, defs []seriesDef) []XY {
 	named := map[string]bool{}
 	for _, d := range defs {
-		named[d.name] = true
+		named[d.Name] = true
 	}
 	sum := map[float64]float64{}
 	for name, pts := range sm {
@@ -494,4 +464,13 @@ func sumOthers(sm map[string][]XY, prefix string, defs []seriesDef) []XY {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].X < out[j].X })
 	return out
+}
+
+// productOf is the database a run measured, as its environment says
+// (PostgreSQL for runs that recorded none).
+func productOf(rd *runData) string {
+	if rd.Env != nil && rd.Env.Postgres == nil && rd.Env.Database != nil {
+		return rd.Env.Database.Product
+	}
+	return "PostgreSQL"
 }

@@ -283,7 +283,7 @@ func Open(dir string) (*Server, error) {
 	st, err := readState(abs)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, errs.Usage(fmt.Sprintf("create one with `tunebench server start --dir %s`, or give the dir used with server start", abs),
-			"%s is not a tunebench server dir (no %s)", abs, stateFile)
+			"%s is not a tunebench server dir (no %s)", abs, StateFile)
 	}
 	if err != nil {
 		return nil, err
@@ -797,7 +797,7 @@ func (s *Server) refresh() error {
 	st, err := readState(s.dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return errs.Usage("", "%s is not a tunebench server dir (no %s)", s.dir, stateFile)
+			return errs.Usage("", "%s is not a tunebench server dir (no %s)", s.dir, StateFile)
 		}
 		return err
 	}

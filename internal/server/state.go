@@ -17,7 +17,7 @@ import (
 
 // File names inside the server dir.
 const (
-	stateFile   = "server.json"
+	StateFile   = "server.json"
 	pgpassFile  = "pgpass"
 	lockFile    = "server.lock"
 	dataSubdir  = "data"
@@ -50,17 +50,17 @@ type state struct {
 
 func readState(dir string) (state, error) {
 	var st state
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	b, err := os.ReadFile(filepath.Join(dir, StateFile))
 	if err != nil {
 		return st, err
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, errs.Wrap(errs.KindUsage, err, "move the directory away or repair the file",
-			"%s is corrupt", filepath.Join(dir, stateFile))
+			"%s is corrupt", filepath.Join(dir, StateFile))
 	}
 	if st.Format != stateFormat {
 		return st, errs.New(errs.KindUsage, "use the tunebench version that created it, or choose another --dir",
-			"%s has format %d; this tunebench reads format %d", filepath.Join(dir, stateFile), st.Format, stateFormat)
+			"%s has format %d; this tunebench reads format %d", filepath.Join(dir, StateFile), st.Format, stateFormat)
 	}
 	return st, nil
 }
@@ -72,7 +72,7 @@ func writeState(dir string, st state) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o600)
+	return writeFileAtomic(filepath.Join(dir, StateFile), append(b, '\n'), 0o600)
 }
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/metrics/sampler"
 	"github.com/tunebench/tunebench/internal/redact"
+	"github.com/tunebench/tunebench/internal/results"
 )
 
 // Target is a database to benchmark: a server and one database on it.
@@ -203,10 +204,13 @@ type Spec struct {
 
 // Managed describes a managed server to start or attach to.
 type Managed struct {
-	Dir   string // the server's directory; "" = a temporary one, removed by Close
-	Port  int
-	PGBin string
-	RunAs string
+	// Engine names the driver of a new server ("": PostgreSQL, the
+	// default); a directory that holds a server keeps its own.
+	Engine string
+	Dir    string // the server's directory; "" = a temporary one, removed by Close
+	Port   int
+	PGBin  string
+	RunAs  string
 	// WALDir puts pg_wal there when the server's data directory is made
 	// (a storage layout's WAL device).
 	WALDir string
@@ -318,4 +322,23 @@ type Rendezvouser interface {
 // password) and, for a server on this machine, where its files are.
 type ClientEnver interface {
 	ClientEnv() map[string]string
+}
+
+// Charter is a Driver with a chart vocabulary: how the report draws the
+// series its samplers record for a run on its database (its statistics,
+// its server's processes), merged into the report's own charts
+// (results.ChartsFor).
+type Charter interface {
+	Charts() []results.ChartDef
+}
+
+// ChartsOf collects the chart vocabularies of the drivers.
+func ChartsOf(drivers []Driver) []results.ChartDef {
+	var out []results.ChartDef
+	for _, d := range drivers {
+		if c, ok := d.(Charter); ok {
+			out = append(out, c.Charts()...)
+		}
+	}
+	return out
 }

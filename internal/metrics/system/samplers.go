@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/machine"
@@ -282,6 +283,9 @@ func DiskPoints(r machine.DiskRates) []sampler.Point {
 // (Src, Procs), Procs lists the postmaster and its processes, and their
 // /proc/PID files come in one Read.
 type PGProcs struct {
+	// Prefix replaces the series names' "pg." for another database's
+	// server (MariaDB's mariadbd: "mariadb."); "" keeps PostgreSQL's.
+	Prefix     string
 	Proc       string
 	Postmaster func() (int, error)
 	// Src and Procs: a remote host's processes (root first).
@@ -296,7 +300,20 @@ type PGProcs struct {
 	ioNoted bool
 }
 
-func (*PGProcs) Name() string { return "pg-processes" }
+func (s *PGProcs) Name() string {
+	if s.Prefix != "" {
+		return strings.TrimSuffix(s.Prefix, ".") + "-processes"
+	}
+	return "pg-processes"
+}
+
+// series is a series name with the sampler's prefix.
+func (s *PGProcs) series(name string) string {
+	if s.Prefix == "" {
+		return name
+	}
+	return s.Prefix + strings.TrimPrefix(name, "pg.")
+}
 
 func (s *PGProcs) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, error) {
 	pm, g, err := s.read(ctx)
@@ -306,8 +323,8 @@ func (s *PGProcs) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, err
 	}
 	at := s.clock.now()
 	pts := []sampler.Point{
-		{Series: PGProcRSS, V: float64(g.RSS)}, {Series: PGProcShmem, V: float64(g.Shmem)},
-		{Series: PGProcCount, V: float64(g.Procs)},
+		{Series: s.series(PGProcRSS), V: float64(g.RSS)}, {Series: s.series(PGProcShmem), V: float64(g.Shmem)},
+		{Series: s.series(PGProcCount), V: float64(g.Procs)},
 	}
 	prev, prevAt, samePM := s.prev, s.prevAt, s.prevPM == pm
 	s.prev, s.prevAt, s.prevPM = g, at, pm
@@ -316,16 +333,16 @@ func (s *PGProcs) Sample(ctx context.Context, _ time.Time) ([]sampler.Point, err
 		return pts, nil
 	}
 	if g.CPUTicks >= prev.CPUTicks {
-		pts = append(pts, sampler.Point{Series: PGProcCPU, V: 100 * float64(g.CPUTicks-prev.CPUTicks) / machine.UserHZ / secs})
+		pts = append(pts, sampler.Point{Series: s.series(PGProcCPU), V: 100 * float64(g.CPUTicks-prev.CPUTicks) / machine.UserHZ / secs})
 	}
 	if g.IOErr == nil && prev.IOErr == nil && g.ReadBytes >= prev.ReadBytes && g.WriteBytes >= prev.WriteBytes {
 		pts = append(pts,
-			sampler.Point{Series: PGProcRead, V: float64(g.ReadBytes-prev.ReadBytes) / secs},
-			sampler.Point{Series: PGProcWrite, V: float64(g.WriteBytes-prev.WriteBytes) / secs})
+			sampler.Point{Series: s.series(PGProcRead), V: float64(g.ReadBytes-prev.ReadBytes) / secs},
+			sampler.Point{Series: s.series(PGProcWrite), V: float64(g.WriteBytes-prev.WriteBytes) / secs})
 	}
 	if g.IOErr != nil && !s.ioNoted {
 		s.ioNoted = true
-		return pts, fmt.Errorf("PostgreSQL process I/O is not readable (%v): run tunebench as root or as the server's OS user to get %s and %s", g.IOErr, PGProcRead, PGProcWrite)
+		return pts, fmt.Errorf("the server's process I/O is not readable (%v): run tunebench as root or as the server's OS user to get %s and %s", g.IOErr, s.series(PGProcRead), s.series(PGProcWrite))
 	}
 	return pts, nil
 }

@@ -1,0 +1,35 @@
+package envinfo
+
+// Database describes the server a run measured when it is not PostgreSQL
+// (whose Postgres section has more): its product and version, the
+// database, and the settings not at their compiled default.
+type Database struct {
+	Product  string `json:"product"` // "MariaDB"
+	Version  string `json:"version"`
+	Database string `json:"database"`
+	// Settings are name -> value, masked as Postgres.Settings are.
+	Settings map[string]string `json:"settings"`
+}
+
+// DatabaseLine is the server's product and version ("" when unknown).
+func (s *Snapshot) DatabaseLine() string {
+	switch {
+	case s.Postgres != nil:
+		return s.Postgres.Version
+	case s.Database != nil:
+		return s.Database.Product + " " + s.Database.Version
+	}
+	return ""
+}
+
+// DatabaseSettings are the server's non-default settings, whichever the
+// database (nil when not recorded).
+func (s *Snapshot) DatabaseSettings() map[string]string {
+	switch {
+	case s.Postgres != nil:
+		return s.Postgres.Settings
+	case s.Database != nil:
+		return s.Database.Settings
+	}
+	return nil
+}
