@@ -4,6 +4,7 @@ package all
 
 import (
 	"github.com/tunebench/tunebench/internal/target"
+	"github.com/tunebench/tunebench/internal/target/mariadb"
 	"github.com/tunebench/tunebench/internal/target/pg"
 )
 
@@ -11,6 +12,7 @@ import (
 // opens it (PostgreSQL, the default, accepts every spec: keep it last).
 func Drivers() []target.Driver {
 	return []target.Driver{
+		mariadb.Driver{},
 		pg.Driver{},
 	}
 }

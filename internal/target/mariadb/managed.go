@@ -1,6 +1,8 @@
-// Package mariadb is the MariaDB target (issue 39, in progress): for now a
-// managed MariaDB server, made, started and stopped by tunebench in a
-// directory of its own as the managed PostgreSQL is.
+// Package mariadb is the MariaDB target: a server reached by a mariadb://
+// (or mysql://) connection string, or a managed MariaDB, made, started
+// and stopped by tunebench in a directory of its own as the managed
+// PostgreSQL is; its settings, databases, samplers, worker sessions and
+// admin connections.
 package mariadb
 
 import (
@@ -30,6 +32,10 @@ import (
 // User is the account tunebench makes on a managed server and connects
 // as (all privileges, from 127.0.0.1 and the socket).
 const User = "tunebench"
+
+// DefaultDatabase is the database a managed server is made with, which
+// a target names when the command line names none.
+const DefaultDatabase = "tunebench"
 
 // Files of a managed server's directory.
 const (
@@ -454,6 +460,7 @@ func (s *Server) makeUser(ctx context.Context) error {
 		"CREATE USER IF NOT EXISTS '" + User + "'@'localhost' IDENTIFIED BY '" + quoted + "'",
 		"GRANT ALL PRIVILEGES ON *.* TO '" + User + "'@'localhost' WITH GRANT OPTION",
 		"ALTER USER 'root'@'localhost' IDENTIFIED BY '" + quoted + "'",
+		"CREATE DATABASE IF NOT EXISTS " + DefaultDatabase,
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return errs.Wrap(errs.KindConnect, err, "", "making tunebench's user on the new server")

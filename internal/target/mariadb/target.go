@@ -8,16 +8,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/errs"
-	"github.com/tunebench/tunebench/internal/metrics/sampler"
+	"github.com/tunebench/tunebench/internal/redact"
 	"github.com/tunebench/tunebench/internal/target"
 )
 
@@ -41,6 +39,14 @@ func (Driver) Name() string { return Dialect }
 func (Driver) Accepts(s target.Spec) bool {
 	if isURL(s.DSN) {
 		return true
+	}
+	if s.Managed != nil && s.DSN == "" {
+		if s.Managed.Dir != "" {
+			if _, err := os.Stat(filepath.Join(s.Managed.Dir, optionFile)); err == nil {
+				return true
+			}
+		}
+		return s.Managed.Engine == Dialect
 	}
 	if s.ServerDir != "" && s.DSN == "" {
 		_, err := os.Stat(filepath.Join(s.ServerDir, optionFile))
@@ -106,11 +112,11 @@ func (Driver) Open(ctx context.Context, s target.Spec) (target.Target, error) {
 		}
 		t.cfg = cfg
 	} else {
-		srv, err := Start(ctx, Options{Dir: s.ServerDir})
+		srv, err := t.openServer(ctx, s)
 		if err != nil {
 			return nil, err
 		}
-		t.srv, t.cfg = srv, srv.Config("")
+		t.srv, t.cfg = srv, srv.Config(DefaultDatabase)
 		if s.Redactor != nil {
 			s.Redactor.AddSecret(srv.password)
 		}
@@ -138,11 +144,59 @@ func (Driver) Open(ctx context.Context, s target.Spec) (target.Target, error) {
 	return t, nil
 }
 
+// openServer attaches to the running managed server of --server-dir, or
+// for an experiment (Spec.Managed) starts it, in a temporary directory
+// when it names none; Close then stops what it started.
+func (t *Target) openServer(ctx context.Context, s target.Spec) (*Server, error) {
+	if s.Managed == nil {
+		srv, err := Attach(s.ServerDir)
+		if err != nil {
+			return nil, err
+		}
+		if _, running := srv.Running(); !running {
+			return nil, errs.New(errs.KindConnect, "start it with `tunebench server start --dir "+s.ServerDir+"`", "the managed MariaDB in %s is not running", s.ServerDir)
+		}
+		srv.Restored, err = srv.RestoreLeftovers(ctx)
+		return srv, err
+	}
+	m := s.Managed
+	if m.WALDir != "" || m.Wrap != nil {
+		return nil, errs.Usage("leave the storage layout's WAL device and the hardware envelope out for MariaDB (not supported yet)", "a managed MariaDB has no separate log device or envelope")
+	}
+	dir := m.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("/var/tmp", "tunebench-mariadb-")
+		if err != nil {
+			return nil, errs.Wrap(errs.KindEnvironment, err, "", "making a directory for the managed MariaDB")
+		}
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			return nil, err
+		}
+		dir, t.tempDir = tmp, tmp
+	}
+	var running bool
+	if prev, err := Attach(dir); err == nil {
+		_, running = prev.Running()
+	}
+	srv, err := Start(ctx, Options{Dir: dir, Port: m.Port, RunAs: m.RunAs})
+	if err != nil {
+		if t.tempDir != "" {
+			_ = os.RemoveAll(t.tempDir)
+		}
+		return nil, err
+	}
+	t.started = !running
+	return srv, nil
+}
+
 // Target is a MariaDB server and one database on it.
 type Target struct {
-	cfg   *mysql.Config
-	srv   *Server // a managed server; nil for a connection string
-	owned bool
+	cfg *mysql.Config
+	srv *Server // a managed server; nil for a connection string
+	// started: Open started srv, Close stops it; tempDir is removed then.
+	started bool
+	tempDir string
+	owned   bool
 	// kept are the settings an owned target applied, restored by Close.
 	mu   *sync.Mutex
 	kept *[]Applied
@@ -167,11 +221,11 @@ func (t *Target) Database() string { return t.cfg.DBName }
 
 // WithDatabase is the same server with another database.
 func (t *Target) WithDatabase(name string) target.Target {
-	t.init()
-	c := *t
-	c.cfg = t.cfg.Clone()
+	// The copy shares the server and owns nothing: its Close neither
+	// restores the settings nor stops the server.
+	c := &Target{cfg: t.cfg.Clone(), srv: t.srv}
 	c.cfg.DBName = name
-	return &c
+	return c
 }
 
 // Open is a connection pool to database db on the target's server.
@@ -213,7 +267,41 @@ func (t *Target) Env(ctx context.Context, version string) *envinfo.Snapshot {
 	if t.srv != nil {
 		o.DataDir = filepath.Join(t.srv.Dir(), dataSubdir)
 	}
-	return envinfo.Take(ctx, o)
+	snap := envinfo.Take(ctx, o)
+	db, err := envDatabase(ctx, t)
+	if err != nil {
+		snap.Warnings = append(snap.Warnings, "MariaDB's version and settings: "+err.Error())
+	} else {
+		snap.Database = db
+	}
+	return snap
+}
+
+// envDatabase reads the server's version and the variables not at their
+// compiled default (set by an option file, the command line or SQL).
+func envDatabase(ctx context.Context, t *Target) (*envinfo.Database, error) {
+	pool, err := t.Open(t.cfg.DBName)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	d := &envinfo.Database{Product: "MariaDB", Database: t.cfg.DBName, Settings: map[string]string{}}
+	if err := pool.QueryRowContext(ctx, "SELECT VERSION()").Scan(&d.Version); err != nil {
+		return nil, connError(err, "reading the server's version")
+	}
+	rows, err := pool.QueryContext(ctx, "SELECT LOWER(VARIABLE_NAME), COALESCE(GLOBAL_VALUE, '') FROM information_schema.SYSTEM_VARIABLES WHERE GLOBAL_VALUE_ORIGIN <> 'COMPILE-TIME' ORDER BY 1")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		d.Settings[k] = redact.SettingValue(k, v)
+	}
+	return d, rows.Err()
 }
 
 // Close restores the settings an owned target kept.
@@ -223,10 +311,18 @@ func (t *Target) Close(ctx context.Context) error {
 	kept := *t.kept
 	*t.kept = nil
 	t.mu.Unlock()
-	if len(kept) == 0 {
-		return nil
+	var err error
+	if len(kept) > 0 {
+		err = t.restore(ctx, kept)
 	}
-	return t.restore(ctx, kept)
+	if t.started && t.srv != nil {
+		err = errors.Join(err, t.srv.Stop(ctx))
+		t.started = false
+		if t.tempDir != "" {
+			err = errors.Join(err, os.RemoveAll(t.tempDir))
+		}
+	}
+	return err
 }
 
 func (t *Target) restore(ctx context.Context, as []Applied) error {
@@ -372,74 +468,6 @@ func (c *change) Restore(ctx context.Context) error {
 		return nil
 	}
 	return c.t.restore(ctx, c.done)
-}
-
-// Samplers: the server's counters from SHOW GLOBAL STATUS, as rates.
-func (t *Target) Samplers(context.Context, target.HostMetrics, func(string, ...any)) ([]sampler.Spec, error) {
-	return []sampler.Spec{{Sampler: &statusSampler{t: t}}}, nil
-}
-
-// statusCounters are the SHOW GLOBAL STATUS counters sampled, by series.
-var statusCounters = map[string]string{
-	"Com_commit": "mariadb.commits", "Com_rollback": "mariadb.rollbacks",
-	"Innodb_rows_read": "mariadb.rows_read", "Innodb_rows_inserted": "mariadb.rows_inserted",
-	"Innodb_rows_updated": "mariadb.rows_updated", "Innodb_rows_deleted": "mariadb.rows_deleted",
-	"Innodb_buffer_pool_read_requests": "mariadb.buffer_pool_read_requests", "Innodb_buffer_pool_reads": "mariadb.buffer_pool_reads",
-	"Innodb_log_writes": "mariadb.log_writes", "Innodb_os_log_fsyncs": "mariadb.log_fsyncs",
-	"Innodb_row_lock_waits": "mariadb.row_lock_waits", "Innodb_deadlocks": "mariadb.deadlocks",
-}
-
-type statusSampler struct {
-	t    *Target
-	db   *sql.DB
-	prev map[string]float64
-	at   time.Time
-}
-
-func (*statusSampler) Name() string { return "mariadb status" }
-
-// Sample reads the counters and returns their rates per second since the
-// last sample (nothing on the first).
-func (s *statusSampler) Sample(ctx context.Context, now time.Time) ([]sampler.Point, error) {
-	if s.db == nil {
-		db, err := s.t.Open("")
-		if err != nil {
-			return nil, err
-		}
-		db.SetMaxOpenConns(1)
-		s.db = db
-	}
-	rows, err := s.db.QueryContext(ctx, "SHOW GLOBAL STATUS")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cur := map[string]float64{}
-	for rows.Next() {
-		var name, val string
-		if err := rows.Scan(&name, &val); err != nil {
-			return nil, err
-		}
-		if series, ok := statusCounters[name]; ok {
-			if f, err := strconv.ParseFloat(val, 64); err == nil {
-				cur[series] = f
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	var out []sampler.Point
-	if s.prev != nil {
-		dt := now.Sub(s.at).Seconds()
-		if dt > 0 {
-			for k, v := range cur {
-				out = append(out, sampler.Point{Series: k, V: (v - s.prev[k]) / dt})
-			}
-		}
-	}
-	s.prev, s.at = cur, now
-	return out, nil
 }
 
 // connError says why the server could not be reached, with the fix: a

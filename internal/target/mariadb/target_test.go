@@ -84,9 +84,16 @@ func TestTarget(t *testing.T) {
 	}
 
 	// Samplers: rates of the status counters.
-	specs, err := tt.Samplers(ctx, target.HostMetrics{}, nil)
-	if err != nil || len(specs) != 1 {
+	var notes []string
+	specs, err := tt.Samplers(ctx, target.HostMetrics{}, func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
+	if err != nil || len(specs) != 3 || specs[0].Sampler.Name() != "mariadb status" || specs[1].Sampler.Name() != "mariadb-processes" {
 		t.Fatalf("samplers %v %v", specs, err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "performance_schema is off") {
+		t.Errorf("notes %q", notes)
+	}
+	if pts, err := specs[1].Sampler.Sample(ctx, time.Now()); err != nil || len(pts) == 0 || !strings.HasPrefix(pts[0].Series, "mariadb.proc_") {
+		t.Errorf("the server's process: %v %v", pts, err)
 	}
 	smp := specs[0].Sampler
 	t0 := time.Now()
@@ -139,5 +146,60 @@ func TestTarget(t *testing.T) {
 	}
 	if env := mt.Env(ctx, "test"); env == nil || env.DataDir == nil {
 		t.Errorf("env %+v", env)
+	}
+}
+
+// TestWaitSampler: with performance_schema on (a read-only variable: the
+// settings file and a restart), the samplers include the wait events, as
+// the time waited per event per second.
+func TestWaitSampler(t *testing.T) {
+	needMariaDB(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := serverDir(t)
+	s, err := Start(ctx, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop(context.Background()) })
+	tt, err := Driver{}.Open(ctx, target.Spec{ServerDir: dir, Own: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.Close(ctx)
+	if _, err := tt.Settings().Apply(ctx, []target.Setting{{Name: "performance_schema", Value: "ON"}}); err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	specs, err := tt.Samplers(ctx, target.HostMetrics{Source: target.HostNone}, func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
+	if err != nil || len(specs) != 2 || specs[1].Sampler.Name() != "mariadb waits" || len(notes) != 0 {
+		t.Fatalf("samplers %v %v, notes %q", specs, err, notes)
+	}
+	w := specs[1].Sampler
+	t0 := time.Now()
+	if _, err := w.Sample(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := s.Open(DefaultDatabase)
+	defer db.Close()
+	for _, q := range []string{"CREATE TABLE w (id INT PRIMARY KEY, v TEXT)", "INSERT INTO w SELECT seq, REPEAT('x', 100) FROM seq_1_to_20000"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pts, err := w.Sample(ctx, t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := 0.0
+	for _, p := range pts {
+		if !strings.HasPrefix(p.Series, "wait.") || strings.HasPrefix(p.Series, "wait.wait/") || p.V < 0 {
+			t.Errorf("point %+v", p)
+		}
+		waited += p.V
+	}
+	if len(pts) == 0 || waited <= 0 {
+		t.Errorf("no time waited: %v", pts)
 	}
 }
