@@ -35,7 +35,7 @@ func (Workload) Meta() workload.Meta {
 		Name:        "script",
 		Description: "pgbench script files, unchanged: weights, \\set expressions, \\if, \\gset, pipelines; per-script and per-statement latency",
 		Version:     "1",
-		Dialects:    []string{pgt.Dialect},
+		Dialects:    []string{pgt.Dialect, DialectMariaDB},
 	}
 }
 
@@ -161,10 +161,6 @@ pgbench's tables; or load them with ` + "`tunebench load tpcb`" + ` or pgbench -
 
 // Load runs the init file.
 func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Report, error) {
-	t, err := pgt.From(env.Target)
-	if err != nil {
-		return nil, err
-	}
 	file := env.Options.String("init_file")
 	if file == "" {
 		return nil, errs.Usage("give --init-file FILE.sql with the statements that build the scripts' tables", "nothing to load: no init file")
@@ -184,17 +180,17 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 			return nil, errs.Usage("an init file is SQL statements only: remove the meta-command", "%s:%d: %s in an init file", file, c.Line, oneLine(c.Text, 40))
 		}
 	}
-	conn, err := t.Connect(ctx)
+	exec, done, err := initExec(ctx, env.Target)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	env.Note("loading %s into %s (%d statements)", file, t.Describe(), len(parsed.Commands))
+	defer done()
+	env.Note("loading %s into %s (%d statements)", file, env.Target.Describe(), len(parsed.Commands))
 	start := time.Now()
 	for i, c := range parsed.Commands {
 		env.Progress(workload.LoadProgress{What: fmt.Sprintf("statement %d of %d, line %d", i+1, len(parsed.Commands), c.Line),
 			Frac: float64(i) / float64(len(parsed.Commands)), ETA: -1, Elapsed: time.Since(start)})
-		if _, err := conn.PgConn().Exec(ctx, c.Text).ReadAll(); err != nil {
+		if err := exec(ctx, c.Text); err != nil {
 			if ctx.Err() != nil {
 				return nil, errs.Wrap(errs.KindInterrupted, err, "load again (an experiment loads into a fresh database)", "load interrupted")
 			}
@@ -276,7 +272,7 @@ type params struct {
 
 // scriptRun is one prepared run.
 type scriptRun struct {
-	t    *pgt.Target
+	t    target.Target
 	ss   target.Sessions
 	p    params
 	exec option.Exec
@@ -287,9 +283,10 @@ type scriptRun struct {
 
 // NewRun reads and compiles the scripts and finds :scale.
 func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run, error) {
-	t, err := pgt.From(env.Target)
-	if err != nil {
-		return nil, err
+	t := env.Target
+	ss, ok := t.(target.Sessions)
+	if !ok {
+		return nil, errs.Usage("run scripts on PostgreSQL or MariaDB", "the target %s runs no sessions", t.Describe())
 	}
 	o := env.Options
 	x := option.ExecOf(w.Options().Phase(option.PhaseRun), o)
@@ -299,7 +296,7 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 		return nil, err
 	}
 	prog.stdout, prog.stderr = env.Stdout, env.Stderr
-	r := &scriptRun{t: t, ss: t, exec: x, prog: prog}
+	r := &scriptRun{t: t, ss: ss, exec: x, prog: prog}
 	r.p = params{AllowShell: o.Bool("allow_shell"), TxParams: workload.TxParamsOf(x, o, env.Seed)}
 	for i, f := range files {
 		r.p.Files = append(r.p.Files, fileParam{Path: f.Path, Name: prog.ops[i], Weight: f.Weight, SHA256: prog.sha[i], Text: prog.texts[i]})
@@ -318,7 +315,7 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 }
 
 // findScale is :scale's value and where it comes from.
-func findScale(ctx context.Context, t *pgt.Target, opt int64, prog *program) (int64, string, error) {
+func findScale(ctx context.Context, t target.Target, opt int64, prog *program) (int64, string, error) {
 	if text, ok := prog.define(varScale); ok {
 		// The variable is the text; the summary records its number.
 		v, err := ParseValue(text)
@@ -336,18 +333,11 @@ func findScale(ctx context.Context, t *pgt.Target, opt int64, prog *program) (in
 		// not read pgbench_branches).
 		return 1, "default", nil
 	}
-	conn, err := t.Connect(ctx)
-	if err != nil {
-		return 0, "", err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var n int64
-	err = conn.QueryRow(ctx, "SELECT count(*) FROM pgbench_branches").Scan(&n)
-	var pe *pgconn.PgError
+	n, err := branches(ctx, t)
 	switch {
 	case err == nil && n > 0:
 		return n, "pgbench_branches", nil
-	case err == nil || errors.As(err, &pe) && pe.Code == "42P01":
+	case err == nil:
 		return 1, "default", nil
 	}
 	return 0, "", errs.Wrap(errs.KindConnect, err, "give --scale N", "reading the scale from pgbench_branches in %s", t.Describe())
@@ -526,3 +516,49 @@ func (r *scriptRun) After(_ context.Context, res *run.Result, sum *results.Summa
 }
 
 func (r *scriptRun) Close() {}
+
+// initExec runs an init file's statements: on PostgreSQL each in the
+// simple query protocol (a statement that is several, or VACUUM, runs as
+// psql would run it); elsewhere on an admin connection (mariadb.go).
+func initExec(ctx context.Context, t target.Target) (func(context.Context, string) error, func(), error) {
+	if t.Dialect() != pgt.Dialect {
+		return adminExec(ctx, t)
+	}
+	p, err := pgt.From(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := p.Connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, q string) error {
+			_, err := conn.PgConn().Exec(ctx, q).ReadAll()
+			return err
+		}, func() {
+			conn.Close(context.Background())
+		}, nil
+}
+
+// branches counts pgbench_branches (0 without the table).
+func branches(ctx context.Context, t target.Target) (int64, error) {
+	if t.Dialect() != pgt.Dialect {
+		return adminBranches(ctx, t)
+	}
+	p, err := pgt.From(t)
+	if err != nil {
+		return 0, err
+	}
+	conn, err := p.Connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var n int64
+	err = conn.QueryRow(ctx, "SELECT count(*) FROM pgbench_branches").Scan(&n)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" {
+		return 0, nil
+	}
+	return n, err
+}

@@ -115,7 +115,6 @@ func Check(ctx context.Context, conn *pgx.Conn) (CheckReport, error) {
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
 
-	rep := CheckReport{Passed: true}
 	t0 := time.Now()
 	var a, t, b, h int64
 	var hist int64
@@ -132,14 +131,29 @@ func Check(ctx context.Context, conn *pgx.Conn) (CheckReport, error) {
 	if err != nil {
 		return CheckReport{}, fmt.Errorf("reading last run: %w", err)
 	}
+	var node int64
+	if lr != nil && lr.HasAfter {
+		if err := tx.QueryRow(ctx, "select pg_relation_filenode('pgbench_history')::bigint").Scan(&node); err != nil {
+			return CheckReport{}, err
+		}
+	}
+	return conditions(sums{a, t, b, h, hist}, lr, node, t0), nil
+}
+
+// sums are the check's sums of balances and deltas and the history's rows,
+// read in one snapshot.
+type sums struct{ a, t, b, h, hist int64 }
+
+// conditions judges the sums against the last run's record; node is the
+// history table's storage identity now (a file node, a table id), which a
+// truncation changes.
+func conditions(s sums, lr *RunRecord, node int64, t0 time.Time) CheckReport {
+	a, t, b, h, hist := s.a, s.t, s.b, s.h, s.hist
+	rep := CheckReport{Passed: true}
 	// Was pgbench_history changed outside tunebench since its last run
 	// (rewritten: truncated; or rows added or removed)?
 	rewritten, changed := false, false
 	if lr != nil && lr.HasAfter {
-		var node int64
-		if err := tx.QueryRow(ctx, "select pg_relation_filenode('pgbench_history')::bigint").Scan(&node); err != nil {
-			return CheckReport{}, err
-		}
 		rewritten = node != lr.HistoryNode
 		changed = rewritten || hist != lr.HistoryAfter
 	}
@@ -177,5 +191,5 @@ func Check(ctx context.Context, conn *pgx.Conn) (CheckReport, error) {
 	for _, c := range rep.Conditions {
 		rep.Passed = rep.Passed && c.Passed
 	}
-	return rep, nil
+	return rep
 }

@@ -169,33 +169,17 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 	if int64(workers) > chunks {
 		workers = int(chunks)
 	}
-	loadCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, workers)
 	stop := workload.Every(250*time.Millisecond, func() { report("generate", rows.Load()) })
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conn, err := connect(loadCtx)
-			if err != nil {
-				errc <- err
-				cancel()
-				return
-			}
-			defer conn.Close(context.Background())
-			src := &chunkRows{next: &nextChunk, chunks: chunks}
-			if err := copyRows(loadCtx, conn, "pgbench_accounts", src, &rows); err != nil {
-				errc <- err
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
+	err = inParallel(ctx, workers, func(ctx context.Context) error {
+		conn, err := connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.Background())
+		return copyRows(ctx, conn, "pgbench_accounts", &chunkRows{next: &nextChunk, chunks: chunks}, &rows)
+	})
 	stop()
-	close(errc)
-	if err := firstError(errc, ctx); err != nil {
+	if err != nil {
 		return st, err
 	}
 	st.Rows = rows.Load()
@@ -228,6 +212,28 @@ func Load(ctx context.Context, connect Connector, o LoadOptions, progress func(L
 	st.Total = time.Since(start)
 	report("done", st.Rows)
 	return st, nil
+}
+
+// inParallel runs job on n goroutines at once; the first error cancels the
+// others' context and is returned (ctx's error when it ended them).
+func inParallel(ctx context.Context, n int, job func(context.Context) error) error {
+	jctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, n)
+	var wg sync.WaitGroup
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := job(jctx); err != nil {
+				errc <- err
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return firstError(errc, ctx)
 }
 
 func firstError(errc <-chan error, ctx context.Context) error {

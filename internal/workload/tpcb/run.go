@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/run"
-	pgt "github.com/tunebench/tunebench/internal/target/pg"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/gen"
 )
@@ -60,26 +56,28 @@ type params struct {
 
 // tpcbRun is one prepared run.
 type tpcbRun struct {
-	env   *workload.RunEnv
-	t     *pgt.Target
-	p     params
-	exec  option.Exec
-	ro    RunOptions
-	info  Info
-	admin *pgx.Conn
+	env  *workload.RunEnv
+	t    target.Target
+	ss   target.Sessions
+	p    params
+	exec option.Exec
+	ro   RunOptions
+	info Info
+	book book
 	// histBefore: pgbench_history rows before the run (for the check).
 	histBefore int64
 }
 
 // NewRun reads the loaded database's scale and prepares the run.
 func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run, error) {
-	t, err := pgt.From(env.Target)
-	if err != nil {
-		return nil, err
+	t := env.Target
+	ss, ok := t.(target.Sessions)
+	if !ok {
+		return nil, errs.Usage("run tpcb on PostgreSQL or MariaDB", "the target %s runs no sessions", t.Describe())
 	}
 	o := env.Options
 	x := option.ExecOf(w.Options().Phase(option.PhaseRun), o)
-	r := &tpcbRun{env: env, t: t, exec: x}
+	r := &tpcbRun{env: env, t: t, ss: ss, exec: x}
 	r.p = params{Script: o.String("script"), Distribution: o.String("distribution"), Pipeline: o.Bool("pipeline"),
 		NoCheck: x.NoCheck, TxParams: workload.TxParamsOf(x, o, env.Seed)}
 	dist, err := gen.ParseDist(r.p.Distribution)
@@ -87,15 +85,18 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 		return nil, errs.Usage("see `tunebench run tpcb --help`", "%v", err)
 	}
 	r.p.Distribution = dist.String()
-	conn, err := t.Connect(ctx)
+	if r.p.Pipeline && t.Dialect() == DialectMariaDB {
+		return nil, errs.Usage("leave --pipeline out on MariaDB", "MariaDB has no pipeline mode: a transaction's statements go one round trip each")
+	}
+	b, err := openBook(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if r.info, err = ReadInfo(ctx, conn); err != nil {
+	defer b.close()
+	if r.info, err = b.info(ctx); err != nil {
 		return nil, errs.Usage("load it first: tunebench load tpcb --scale N", "database %s: %v", t.Describe(), err)
 	}
-	r.ro = RunOptions{Script: r.p.Script, Scale: r.info.Scale, Dist: dist, MaxTries: r.p.MaxTries, Pipeline: r.p.Pipeline, Seed: env.Seed}
+	r.ro = RunOptions{Script: r.p.Script, Scale: r.info.Scale, Dist: dist, MaxTries: r.p.MaxTries, Pipeline: r.p.Pipeline, Seed: env.Seed, Dialect: t.Dialect()}
 	if err := r.ro.Validate(); err != nil {
 		return nil, err
 	}
@@ -129,27 +130,27 @@ func (r *tpcbRun) Params() any     { return r.p }
 func (r *tpcbRun) Exec() workload.Exec {
 	x := r.exec
 	x.Threads = runThreads(r.p.Threads, r.p.Clients, r.p.Rate)
-	return workload.Exec{Exec: x, FollowServer: followServer(r.p.FollowServer, r.p.Script), NewThread: r.t.NewThread}
+	return workload.Exec{Exec: x, FollowServer: followServer(r.p.FollowServer, r.p.Script), NewThread: r.ss.NewThread}
 }
 
 // Before counts the history rows and clears the last run's record (a run
 // whose bookkeeping fails afterwards leaves no stale numbers).
 func (r *tpcbRun) Before(ctx context.Context) error {
 	var err error
-	if r.admin, err = r.t.Connect(ctx); err != nil {
+	if r.book, err = openBook(ctx, r.t); err != nil {
 		return err
 	}
-	if r.histBefore, err = HistoryCount(ctx, r.admin); err != nil {
+	if r.histBefore, err = r.book.historyCount(ctx); err != nil {
 		return err
 	}
 	if r.writes() && r.info.LoadedBy == "tunebench" {
-		return RecordRun(ctx, r.admin, nil)
+		return r.book.recordRun(ctx, nil)
 	}
 	return nil
 }
 
 func (r *tpcbRun) NewWorker(ctx context.Context, id int) (workload.Worker, error) {
-	return NewWorker(ctx, r.t, r.ro, id)
+	return NewWorker(ctx, r.ss, r.ro, id)
 }
 
 // After records the history expectation (committed writing transactions
@@ -173,20 +174,19 @@ func (r *tpcbRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		return v, nil
 	}
 	// The admin connection may have died during the run (a server restart)
-	// without pgx having noticed yet, and a server in crash recovery refuses
-	// connections for a moment: on a lost connection the record and the
-	// check are tried again on a new one, within the same bounds as tpcc's
-	// read after the run.
+	// and a server in crash recovery refuses connections for a moment: on
+	// a lost connection the record and the check are tried again on a new
+	// one, within the same bounds as tpcc's read after the run.
 	var rep CheckReport
-	err := driver.RetryLost(ctx, &r.admin, r.t.Connect, time.Now(), driver.AfterRunBudget, func(conn *pgx.Conn) error {
+	err := r.book.afterRun(ctx, func() error {
 		if record {
-			if err := RecordRun(ctx, conn, &RunRecord{HistoryBefore: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll}); err != nil {
+			if err := r.book.recordRun(ctx, &RunRecord{HistoryBefore: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll}); err != nil {
 				return err
 			}
 		}
 		if check {
 			var err error
-			rep, err = Check(ctx, conn)
+			rep, err = r.book.check(ctx)
 			return err
 		}
 		return nil
@@ -208,9 +208,9 @@ func (r *tpcbRun) afterShard(ctx context.Context, res *run.Result, v *workload.V
 		return v, nil
 	}
 	hg := &HistoryGrowth{Before: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll}
-	err := driver.RetryLost(ctx, &r.admin, r.t.Connect, time.Now(), driver.AfterRunBudget, func(conn *pgx.Conn) error {
+	err := r.book.afterRun(ctx, func() error {
 		var err error
-		hg.After, err = HistoryCount(ctx, conn)
+		hg.After, err = r.book.historyCount(ctx)
 		return err
 	})
 	if err != nil {
@@ -221,8 +221,8 @@ func (r *tpcbRun) afterShard(ctx context.Context, res *run.Result, v *workload.V
 }
 
 func (r *tpcbRun) Close() {
-	if r.admin != nil {
-		r.admin.Close(context.Background())
+	if r.book != nil {
+		r.book.close()
 	}
 }
 

@@ -90,18 +90,9 @@ func ReadInfo(ctx context.Context, conn *pgx.Conn) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	set := map[string]bool{}
-	for _, h := range have {
-		set[h] = true
-	}
-	var missing []string
-	for _, n := range tableNames {
-		if !set[n] {
-			missing = append(missing, n)
-		}
-	}
-	if len(missing) > 0 {
-		return Info{}, fmt.Errorf("not loaded: missing %s", strings.Join(missing, ", "))
+	set, err := present(have)
+	if err != nil {
+		return Info{}, err
 	}
 	var info Info
 	if set[MetaTable] {
@@ -133,6 +124,25 @@ func ReadInfo(ctx context.Context, conn *pgx.Conn) (Info, error) {
 	info.Scale = int(n)
 	info.LoadedBy = "pgbench"
 	return info, nil
+}
+
+// present is the set of tables found, or the error that names the pgbench
+// tables missing.
+func present(have []string) (map[string]bool, error) {
+	set := map[string]bool{}
+	for _, h := range have {
+		set[h] = true
+	}
+	var missing []string
+	for _, n := range tableNames {
+		if !set[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("not loaded: missing %s", strings.Join(missing, ", "))
+	}
+	return set, nil
 }
 
 type querier interface {

@@ -18,6 +18,8 @@ type RunOptions struct {
 	MaxTries int      // >= 1; serialization failures and deadlocks are retried up to this many tries
 	Pipeline bool     // send each transaction's statements in one round trip
 	Seed     int64
+	// Dialect is the target's ("" or "postgres": PostgreSQL's statements).
+	Dialect string
 }
 
 // Validate checks the options.
@@ -81,7 +83,7 @@ func scriptSteps(script string) []target.Stmt {
 // sessionSpec declares the slots and the script's statements (the
 // session's statement i is the script's step i); aid is a bigint from
 // BigintScale on, as in pgbench.
-func sessionSpec(id int, script string, big bool) *target.SessionSpec {
+func sessionSpec(id int, script string, big bool, dialect string) *target.SessionSpec {
 	aid := target.Int4
 	if big {
 		aid = target.Int8
@@ -89,7 +91,7 @@ func sessionSpec(id int, script string, big bool) *target.SessionSpec {
 	return &target.SessionSpec{
 		ID:    id,
 		Slots: []target.ParamType{pAid: aid, pBid: target.Int4, pTid: target.Int4, pDelta: target.Int4},
-		Stmts: scriptSteps(script),
+		Stmts: inDialect(scriptSteps(script), dialect),
 	}
 }
 
@@ -112,8 +114,8 @@ type Worker struct {
 // NewWorker makes a worker and connects its session, so set-up failures
 // surface as errors here.
 func NewWorker(ctx context.Context, ss target.Sessions, o RunOptions, id int) (*Worker, error) {
-	spec := sessionSpec(id, o.Script, o.Scale >= BigintScale)
-	w := &Worker{o: o, rng: gen.ClientPRNG(uint64(o.Seed), id), steps: len(spec.Stmts), end: spec.Stmts[len(spec.Stmts)-1].SQL == sqlEnd}
+	spec := sessionSpec(id, o.Script, o.Scale >= BigintScale, o.Dialect)
+	w := &Worker{o: o, rng: gen.ClientPRNG(uint64(o.Seed), id), steps: len(spec.Stmts), end: spec.Stmts[len(spec.Stmts)-1].Name == stEnd.Name}
 	sess, err := ss.NewSession(ctx, spec)
 	if err != nil {
 		return nil, err

@@ -3,11 +3,13 @@ package tpcb
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/target"
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/gen"
@@ -27,7 +29,7 @@ func (Workload) Meta() workload.Meta {
 		Description: "pgbench-compatible TPC-B-like workload (tpcb-like, simple-update, select-only)",
 		Version:     "1",
 		Ops:         Scripts(),
-		Dialects:    []string{pgt.Dialect},
+		Dialects:    []string{pgt.Dialect, DialectMariaDB},
 	}
 }
 
@@ -115,13 +117,16 @@ leaves the tables incomplete: load again with --drop (a tpcb load does not resum
 
 // Load builds the tables in the target's database.
 func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Report, error) {
+	o := env.Options
+	lo := LoadOptions{Scale: int(o.Int("scale")), Fillfactor: int(o.Int("fillfactor")), Partitions: int(o.Int("partitions")),
+		Method: o.String("partition_method"), Drop: o.Bool("drop") || env.Fresh}
+	if env.Target.Dialect() == DialectMariaDB {
+		return loadOnMariaDB(ctx, env, lo)
+	}
 	t, err := pgt.From(env.Target)
 	if err != nil {
 		return nil, err
 	}
-	o := env.Options
-	lo := LoadOptions{Scale: int(o.Int("scale")), Fillfactor: int(o.Int("fillfactor")), Partitions: int(o.Int("partitions")),
-		Method: o.String("partition_method"), Drop: o.Bool("drop") || env.Fresh}
 	var why string
 	lo.Workers, why = t.LoadJobs(ctx, workload.Jobs(o))
 	lo.Space = &loadspace.Load{Target: t, What: fmt.Sprintf("tpcb scale %d", lo.Scale), Force: o.Bool("force"), Smaller: "a smaller --scale"}
@@ -129,18 +134,49 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 		return nil, err
 	}
 	env.Note("loading tpcb scale %d into %s with %d jobs (%s)", lo.Scale, t.Describe(), lo.Workers, why)
-	st, err := Load(ctx, t.Connect, lo, func(p LoadProgress) {
-		eta := time.Duration(-1)
-		if rate := float64(p.Rows) / p.Elapsed.Seconds(); p.Phase == "generate" && rate > 0 && p.Rows < p.TotalRows {
-			eta = time.Duration(float64(p.TotalRows-p.Rows)/rate) * time.Second / time.Second
-		}
-		env.Progress(workload.LoadProgress{What: p.Phase, Rows: p.Rows, TotalRows: p.TotalRows, Frac: -1, ETA: eta, Elapsed: p.Elapsed, Final: p.Phase == "done"})
-	})
+	st, err := Load(ctx, t.Connect, lo, loadProgress(env))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, errs.Wrap(errs.KindInterrupted, err, "load again with --drop", "load interrupted; the tables are incomplete and marked so")
 		}
 		return nil, lo.Space.Error(ctx, err, "load again with --drop (a tpcb load does not resume), or load a smaller --scale with --drop")
+	}
+	return &workload.Report{Blocks: []results.Block{results.Line(loadLine(st))}}, nil
+}
+
+// loadProgress reports a load's progress, with an estimate of the time
+// left while the rows are generated.
+func loadProgress(env *workload.LoadEnv) func(LoadProgress) {
+	return func(p LoadProgress) {
+		eta := time.Duration(-1)
+		if rate := float64(p.Rows) / p.Elapsed.Seconds(); p.Phase == "generate" && rate > 0 && p.Rows < p.TotalRows {
+			eta = time.Duration(float64(p.TotalRows-p.Rows)/rate) * time.Second / time.Second
+		}
+		env.Progress(workload.LoadProgress{What: p.Phase, Rows: p.Rows, TotalRows: p.TotalRows, Frac: -1, ETA: eta, Elapsed: p.Elapsed, Final: p.Phase == "done"})
+	}
+}
+
+// loadOnMariaDB is Load on a MariaDB target (mariadb.go).
+func loadOnMariaDB(ctx context.Context, env *workload.LoadEnv, lo LoadOptions) (*workload.Report, error) {
+	admins, ok := env.Target.(target.Admins)
+	if !ok {
+		return nil, errs.New(errs.KindInternal, "", "the MariaDB target has no admin connections")
+	}
+	lo.Workers = workload.Jobs(env.Options)
+	why := "--jobs"
+	if lo.Workers == 0 {
+		lo.Workers, why = runtime.NumCPU(), "this machine's CPUs"
+	}
+	if err := lo.Validate(); err != nil {
+		return nil, err
+	}
+	env.Note("loading tpcb scale %d into %s with %d jobs (%s)", lo.Scale, env.Target.Describe(), lo.Workers, why)
+	st, err := loadMariaDB(ctx, admins, lo, loadProgress(env))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errs.Wrap(errs.KindInterrupted, err, "load again with --drop", "load interrupted; the tables are incomplete and marked so")
+		}
+		return nil, err
 	}
 	return &workload.Report{Blocks: []results.Block{results.Line(loadLine(st))}}, nil
 }
@@ -158,19 +194,15 @@ ambiguous commits). Exit code 5 when a condition fails.`,
 
 // Check runs the consistency conditions.
 func (Workload) Check(ctx context.Context, env *workload.CheckEnv) (*workload.Report, error) {
-	t, err := pgt.From(env.Target)
+	b, err := openBook(ctx, env.Target)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := t.Connect(ctx)
-	if err != nil {
-		return nil, err
+	defer b.close()
+	if _, err := b.info(ctx); err != nil {
+		return nil, errs.Usage("load it with `tunebench load tpcb --scale N`", "database %s: %v", env.Target.Describe(), err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := ReadInfo(ctx, conn); err != nil {
-		return nil, errs.Usage("load it with `tunebench load tpcb --scale N`", "database %s: %v", t.Describe(), err)
-	}
-	rep, err := Check(ctx, conn)
+	rep, err := b.check(ctx)
 	if err != nil {
 		return nil, err
 	}
