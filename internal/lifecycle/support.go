@@ -183,11 +183,20 @@ const MaxHostGapPct = 20.0
 
 // hostGroup is the group a series is stored under in a host record: its
 // first name element ("sys.", "disk.", "container."), two for a server
-// host's ("server.sys."), and the PostgreSQL processes' "pg.proc_".
+// host's ("server.sys."), and the database server's processes' ("pg.proc_",
+// "mariadb.proc_").
+// isProcSeries reports a series of a database server's processes
+// (DB.proc_NAME).
+func isProcSeries(name string) bool {
+	i := strings.Index(name, ".proc_")
+	return i > 0 && !strings.Contains(name[:i], ".")
+}
+
 func hostGroup(name string) (group, role string) {
 	switch {
-	case strings.HasPrefix(name, "pg.proc_"):
-		return "pg.proc_", results.HostServer
+	case isProcSeries(name):
+		// The server's processes: pg.proc_*, mariadb.proc_* (PGProcs).
+		return name[:strings.Index(name, ".proc_")+len(".proc_")], results.HostServer
 	case strings.HasPrefix(name, system.ServerPrefix):
 		rest := strings.TrimPrefix(name, system.ServerPrefix)
 		if i := strings.IndexByte(rest, '.'); i >= 0 {
@@ -336,7 +345,7 @@ func gaugeOf(s sampler.Sampler) string {
 	case *scrape.Node:
 		return s.Prefix + system.MemUsed
 	case *system.PGProcs:
-		return system.PGProcCount
+		return s.Gauge()
 	case *system.Disk:
 		return system.DiskUtil
 	case *scrape.Container:

@@ -86,6 +86,8 @@ var diskRows = []hostRow{
 	{"disk await", "disk.await_ms", ms},
 	{"PostgreSQL processes CPU", "pg.proc_cpu_pct", func(v float64) string { return fmt.Sprintf("%.0f%% of a CPU", v) }},
 	{"PostgreSQL processes memory", "pg.proc_rss_bytes", bytesV},
+	{"MariaDB server CPU", "mariadb.proc_cpu_pct", func(v float64) string { return fmt.Sprintf("%.0f%% of a CPU", v) }},
+	{"MariaDB server memory", "mariadb.proc_rss_bytes", bytesV},
 }
 
 var containerRows = []hostRow{

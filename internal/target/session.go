@@ -160,3 +160,21 @@ func Retry(ctx context.Context, s Session, err error, code string, maxTries int,
 	out.Err = err
 	return false
 }
+
+// ServerFollower is a Sessions that says whether its driver threads gain
+// from following the server's processes (a workload's --follow-server
+// auto). Without it they do: PostgreSQL's backends are processes that keep
+// to their CPU. MariaDB's connection threads move between CPUs, and
+// following them was measured to cost client CPU (docs/benchmarks.md).
+type ServerFollower interface {
+	FollowsServer() bool
+}
+
+// FollowsServer reports whether ss's threads gain from following the
+// server (true unless it says otherwise).
+func FollowsServer(ss Sessions) bool {
+	if f, ok := ss.(ServerFollower); ok {
+		return f.FollowsServer()
+	}
+	return true
+}

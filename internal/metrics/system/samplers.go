@@ -307,6 +307,10 @@ func (s *PGProcs) Name() string {
 	return "pg-processes"
 }
 
+// Gauge is the series the sampler gives at every sample (the process
+// count), by which a run tells its gaps.
+func (s *PGProcs) Gauge() string { return s.series(PGProcCount) }
+
 // series is a series name with the sampler's prefix.
 func (s *PGProcs) series(name string) string {
 	if s.Prefix == "" {

@@ -23,6 +23,7 @@ func TestPlaceholders(t *testing.T) {
 		{"SELECT $2, $1, $2", "SELECT ?, ?, ?", []int{2, 1, 2}},
 		{"SELECT '$1', `$2`, \"$3\", $1 -- $2\n, $2 # $3\n/* $4 */", "SELECT '$1', `$2`, \"$3\", ? -- $2\n, ? # $3\n/* $4 */", []int{1, 2}},
 		{`SELECT 'it''s $1', 'a\'$2', $3`, `SELECT 'it''s $1', 'a\'$2', ?`, []int{3}},
+		{"SELECT t$1, v--$1", "SELECT t$1, v--?", []int{1}},
 	} {
 		out, order, err := Placeholders(c.in)
 		if err != nil || out != c.out || len(order) != len(c.order) {
@@ -269,5 +270,86 @@ func TestWireCapabilities(t *testing.T) {
 	// MariaDB 10.6 and later: both.
 	if !s.w.deprecateEOF || !s.w.cacheMeta {
 		t.Errorf("deprecate EOF %v, cache metadata %v", s.w.deprecateEOF, s.w.cacheMeta)
+	}
+}
+
+// TestSessionStatements: what a review found in the wire code. A
+// statement's result columns follow its table's schema (with cached
+// metadata the server sends them only when they change); a prepared CALL's
+// results and final OK are all read; a statement's parameters are bound
+// when it is queued; a LOAD DATA LOCAL INFILE in a script is refused and
+// the connection stays in step.
+func TestSessionStatements(t *testing.T) {
+	t.Parallel()
+	tt, s := sessionServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, _ := s.Open(DefaultDatabase)
+	defer db.Close()
+	for _, q := range []string{"CREATE TABLE m (id INT PRIMARY KEY, v INT)", "INSERT INTO m VALUES (1, 5), (2, 6)",
+		"CREATE PROCEDURE p1() SELECT v FROM m WHERE id = 1"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := &target.SessionSpec{Slots: []target.ParamType{target.Unknown}, Results: true, Stmts: []target.Stmt{
+		{Name: "sel", SQL: "SELECT v FROM m WHERE id = $1", Params: []int{0}},
+		{Name: "call", SQL: "CALL p1()"},
+	}}
+	ss, err := tt.NewSession(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	var out step.Outcome
+	if !ss.Ready(ctx, &out) {
+		t.Fatal(out.Err)
+	}
+	rt := func(stmts ...int) error {
+		for _, i := range stmts {
+			ss.Queue(i)
+		}
+		if err := ss.Send(); err != nil {
+			return err
+		}
+		return ss.Receive()
+	}
+	ss.SetText(0, []byte("1"))
+	if err := rt(0); err != nil || string(ss.Row(0)[0]) != "5" {
+		t.Fatalf("before: %v %q", err, ss.Row(0))
+	}
+	if _, err := db.ExecContext(ctx, "ALTER TABLE m MODIFY v BIGINT"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "UPDATE m SET v = 5000000000 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := rt(0); err != nil || string(ss.Row(0)[0]) != "5000000000" || ss.Int(0, 0) != 0 {
+			t.Fatalf("after the ALTER, execution %d: %v %q %d", i+1, err, ss.Row(0), ss.Int(0, 0))
+		}
+	}
+	// Bound at Queue: the second statement keeps its own value.
+	ss.SetText(0, []byte("1"))
+	ss.Queue(0)
+	ss.SetText(0, []byte("2"))
+	ss.Queue(0)
+	if err := ss.Send(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.Receive(); err != nil || ss.Results() != 2 || string(ss.Row(1)[0]) != "6" {
+		t.Errorf("two queued: %v %q", err, ss.Row(1))
+	}
+	if err := rt(1, 0); err != nil || ss.Results() != 2 || string(ss.Row(0)[0]) != "5000000000" {
+		t.Errorf("CALL then a statement: %v (results %d)", err, ss.Results())
+	}
+	if err := ss.SendQuery([]byte("SELECT 3; LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE m")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.Receive(); err == nil || !strings.Contains(err.Error(), "LOAD DATA LOCAL INFILE") {
+		t.Errorf("LOAD DATA LOCAL INFILE: %v", err)
+	}
+	if err := rt(0); err != nil {
+		t.Errorf("after the refused LOAD DATA: %v", err)
 	}
 }

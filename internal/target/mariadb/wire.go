@@ -53,6 +53,8 @@ const (
 // Capability bits read from the driver's connection.
 const (
 	capDeprecateEOF = 1 << 24 // CLIENT_DEPRECATE_EOF
+	capSSL          = 1 << 11 // CLIENT_SSL
+	capCompress     = 1 << 5  // CLIENT_COMPRESS
 	extCacheMeta    = 1 << 4  // MARIADB_CLIENT_CACHE_METADATA (extended capabilities)
 )
 
@@ -82,7 +84,9 @@ const (
 	flagUnsigned   = 0x0020
 )
 
-var errMalformed = fmt.Errorf("malformed packet from the server: %w", driver.ErrBadConn)
+// errMalformed is a reply the session cannot read: the connection is lost
+// to it (a statement in flight may have run).
+var errMalformed = fmt.Errorf("malformed packet from the server: %w", io.ErrUnexpectedEOF)
 
 // newWire takes over conn's socket nc. The capabilities the driver
 // negotiated are read from its connection (a go-sql-driver/mysql
@@ -96,6 +100,10 @@ func newWire(conn driver.Conn, nc net.Conn) (*wire, error) {
 	caps, ext := v.Elem().FieldByName("capabilities"), v.Elem().FieldByName("extCapabilities")
 	if !caps.IsValid() || !ext.IsValid() || nc == nil {
 		return nil, fmt.Errorf("cannot read the capabilities of the MariaDB connection %T", conn)
+	}
+	if caps.Uint()&(capSSL|capCompress) != 0 {
+		// The session reads plain, uncompressed packets from the socket.
+		return nil, fmt.Errorf("the MariaDB connection is encrypted or compressed, which the worker sessions do not speak")
 	}
 	return &wire{nc: nc, rbuf: make([]byte, 16<<10), wbuf: make([]byte, 0, 4<<10),
 		deprecateEOF: caps.Uint()&capDeprecateEOF != 0, cacheMeta: ext.Uint()&extCacheMeta != 0}, nil
@@ -149,7 +157,7 @@ func (w *wire) read() ([]byte, error) {
 		h := w.rbuf[w.rpos : w.rpos+4]
 		n := int(uint32(h[0]) | uint32(h[1])<<8 | uint32(h[2])<<16)
 		if h[3] != w.seq {
-			return nil, w.fail(fmt.Errorf("packet %d out of sequence (%d expected): %w", h[3], w.seq, driver.ErrBadConn))
+			return nil, w.fail(fmt.Errorf("packet %d out of sequence (%d expected): %w", h[3], w.seq, io.ErrUnexpectedEOF))
 		}
 		w.seq++
 		w.rpos += 4
@@ -159,6 +167,9 @@ func (w *wire) read() ([]byte, error) {
 		p := w.rbuf[w.rpos : w.rpos+n]
 		w.rpos += n
 		if n < 0xffffff && len(w.big) == 0 {
+			if n == 0 {
+				return nil, w.fail(errMalformed)
+			}
 			return p, nil
 		}
 		w.big = append(w.big, p...)
@@ -416,13 +427,13 @@ func (w *wire) sendExecute(st *serverStmt, args []any) error {
 		w.wbuf = append(w.wbuf, 1) // the types follow
 		for k, a := range args {
 			switch a.(type) {
-			case nil:
-				w.wbuf[nb+k/8] |= 1 << (k % 8)
-				w.wbuf = append(w.wbuf, typeNull, 0)
 			case int64:
 				w.wbuf = append(w.wbuf, typeLongLong, 0)
-			default:
+			case []byte:
 				w.wbuf = append(w.wbuf, typeVarString, 0)
+			default: // nil, or a value the session never sets
+				w.wbuf[nb+k/8] |= 1 << (k % 8)
+				w.wbuf = append(w.wbuf, typeNull, 0)
 			}
 		}
 		for _, a := range args {
@@ -447,10 +458,28 @@ func (w *wire) query(q string, r *reply, keepRow bool) error {
 	return w.result(nil, false, r, keepRow)
 }
 
+// drain reads the results that follow r (a CALL's final OK, the
+// statements after the first of a text command), so that the next command
+// starts on a clean connection.
+func (w *wire) drain(r *reply, binaryRows bool) error {
+	var rest reply
+	more := r.more
+	for more {
+		if err := w.result(nil, binaryRows, &rest, false); err != nil {
+			return err
+		}
+		more = rest.more
+	}
+	return nil
+}
+
 // result reads a reply: OK, ERR or a result set (binary rows for an
 // execute, text rows for a query). An error leaves the connection usable
-// when the server reported it (ERR) and unusable otherwise.
-func (w *wire) result(prepCols []column, binaryRows bool, r *reply, keepRow bool) error {
+// when the server reported it (ERR) and unusable otherwise. st is the
+// executed statement: its column definitions are the ones the server
+// sent last (with cached metadata it sends them again only when they
+// change).
+func (w *wire) result(st *serverStmt, binaryRows bool, r *reply, keepRow bool) error {
 	r.rows, r.row, r.ints, r.fields, r.more = 0, r.row[:0], [2]int32{}, r.fields[:0], false
 	p, err := w.read()
 	if err != nil {
@@ -467,10 +496,9 @@ func (w *wire) result(prepCols []column, binaryRows bool, r *reply, keepRow bool
 	case 0xff:
 		return errPacket(p)
 	case 0xfb:
-		// LOAD DATA LOCAL INFILE asks for a file: none is given.
-		w.begin(0)
-		w.wbuf = w.wbuf[:4]
-		w.seq = 2
+		// LOAD DATA LOCAL INFILE asks for a file: none is given (an
+		// empty packet, in the command's sequence).
+		w.wbuf = append(w.wbuf[:0], 0, 0, 0, 0)
 		if err := w.send(); err != nil {
 			return err
 		}
@@ -481,7 +509,15 @@ func (w *wire) result(prepCols []column, binaryRows bool, r *reply, keepRow bool
 		if p[0] == 0xff {
 			return errPacket(p)
 		}
-		return errors.New("LOAD DATA LOCAL INFILE is not supported in a script (use an init file's load, or LOAD DATA INFILE from the server's files)")
+		if err := w.ok(p); err != nil {
+			return err
+		}
+		err = errors.New("LOAD DATA LOCAL INFILE is not supported in a script (use an init file's load, or LOAD DATA INFILE from the server's files)")
+		if w.status&statusMoreResults != 0 {
+			// The statements after it are not read: the connection goes.
+			return w.fail(fmt.Errorf("%w: %w", err, io.ErrUnexpectedEOF))
+		}
+		return err
 	}
 	n, i, _, err := lenenc(p, 0)
 	if err != nil {
@@ -491,15 +527,22 @@ func (w *wire) result(prepCols []column, binaryRows bool, r *reply, keepRow bool
 	if w.cacheMeta && binaryRows && i < len(p) {
 		follows = p[i] == 1
 	}
-	cols := prepCols
+	var cols []column
+	if st != nil {
+		cols = st.cols
+	}
 	if follows {
-		// The reply's own definitions (a prepared statement's may be
-		// stale after a schema change, or absent for CALL).
+		// The reply's own definitions (a prepared statement's change
+		// with its table's schema, or are absent for CALL); kept for the
+		// executions that come without them.
 		fresh, err := w.columns(int(n), nil, true)
 		if err != nil {
 			return err
 		}
 		cols = fresh
+		if st != nil && binaryRows {
+			st.cols = fresh
+		}
 	} else if !w.deprecateEOF {
 		p, err := w.read()
 		if err != nil {
@@ -688,7 +731,7 @@ func binaryRow(p []byte, cols []column, r *reply, first, keep bool) error {
 		}
 		i += need
 		if isInt {
-			if first && c < 2 {
+			if first && c < 2 && iv >= math.MinInt32 && iv <= math.MaxInt32 {
 				r.ints[c] = int32(iv)
 			}
 			if keep {

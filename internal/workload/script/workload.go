@@ -53,7 +53,7 @@ func (Workload) Options() option.Set {
 		{Name: "allow_shell", Kind: option.KindBool, Default: "false",
 			Doc: "let the scripts run commands on this machine (\\shell, \\setshell)"},
 		{Name: "follow_server", Kind: option.KindString, Default: "auto", Enum: []string{"auto", "on", "off"},
-			Doc: "closed loop, with fewer threads than clients and one per CPU: pin each thread to a CPU and serve each connection from the thread on its server process's CPU (auto: on when every statement is a SELECT)"},
+			Doc: "closed loop, with fewer threads than clients and one per CPU: pin each thread to a CPU and serve each connection from the thread on its server process's CPU (auto: on when every statement is a SELECT, on PostgreSQL; off on MariaDB, whose connection threads move between CPUs)"},
 		{Name: "max_tries", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true,
 			Doc: "tries per transaction for serialization failures and deadlocks, the script run again from its start with the same random values (1 = no retry)"},
 	}, scriptTxOptions()...)
@@ -434,7 +434,7 @@ func (r *scriptRun) follow() bool {
 	case "off":
 		return false
 	}
-	return r.prog.selects
+	return r.prog.selects && target.FollowsServer(r.ss)
 }
 
 // runThreads is the thread count for --threads n (0: one per core, at most

@@ -130,7 +130,7 @@ func (r *tpcbRun) Params() any     { return r.p }
 func (r *tpcbRun) Exec() workload.Exec {
 	x := r.exec
 	x.Threads = runThreads(r.p.Threads, r.p.Clients, r.p.Rate)
-	return workload.Exec{Exec: x, FollowServer: followServer(r.p.FollowServer, r.p.Script), NewThread: r.ss.NewThread}
+	return workload.Exec{Exec: x, FollowServer: followServer(r.p.FollowServer, r.p.Script, target.FollowsServer(r.ss)), NewThread: r.ss.NewThread}
 }
 
 // Before counts the history rows and clears the last run's record (a run
@@ -232,14 +232,14 @@ func (r *tpcbRun) Close() {
 // inter-processor interrupts. In the writing scripts the server processes
 // wait on row locks and WAL flushes and move between CPUs, and pinned
 // driver threads were measured slower (docs/benchmarks.md).
-func followServer(mode, script string) bool {
+func followServer(mode, script string, gains bool) bool {
 	switch mode {
 	case "on":
 		return true
 	case "off":
 		return false
 	}
-	return script == ScriptSelectOnly
+	return script == ScriptSelectOnly && gains
 }
 
 // runThreads is the executor's thread count for --threads n (0: one per

@@ -52,7 +52,7 @@ func (Workload) Options() option.Set {
 		{Name: "script", Short: "b", Kind: option.KindString, Default: ScriptTPCB, Enum: Scripts(),
 			Doc: "the pgbench built-in script"},
 		{Name: "follow_server", Kind: option.KindString, Default: "auto", Enum: []string{"auto", "on", "off"},
-			Doc: "closed loop, with fewer threads than clients and one per CPU: pin each thread to a CPU and serve each connection from the thread on its server process's CPU (auto: on for select-only)"},
+			Doc: "closed loop, with fewer threads than clients and one per CPU: pin each thread to a CPU and serve each connection from the thread on its server process's CPU (auto: on for select-only on PostgreSQL; off on MariaDB, whose connection threads move between CPUs)"},
 		{Name: "max_tries", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true,
 			Doc: "tries per transaction for serialization failures and deadlocks (1 = no retry)"},
 		{Name: "distribution", Kind: option.KindString, Default: "uniform", Validate: checkDist,
