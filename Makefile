@@ -86,6 +86,12 @@ bench-tpcb: deps build
 bench-load-tpcb: deps build
 	scripts/bench-load-tpcb.sh
 
+# Benchmark (not a test): tunebench next to sysbench 1.0 on one managed
+# MariaDB: point select and load (docs/benchmarks.md).
+.PHONY: bench-mariadb
+bench-mariadb: deps build
+	scripts/bench-mariadb.sh
+
 # Benchmark (not a test): this tree's binary against another one (OLD=path,
 # e.g. the binary before a change), alternated on one managed server:
 # tpcb select-only and tpcb-like, tpcc procs and sql (docs/benchmarks.md).

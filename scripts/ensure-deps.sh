@@ -46,6 +46,10 @@ pkgs=()
 have_server || pkgs+=(postgresql)
 have_client || pkgs+=(postgresql-client)
 opt=()
+# A managed MariaDB (server start --engine mariadb) and sysbench, its peer
+# in make bench-mariadb: installed with the rest when apt-get can.
+have_tool mariadbd || opt+=(mariadb-server)
+have_tool sysbench || opt+=(sysbench)
 tpkgs=() # the test suite's (--test)
 if [ "$test_deps" = 1 ]; then
   # The storage tests run fio; the disk-full tests mount an ext4 image on a
@@ -78,6 +82,7 @@ if [ "$test_deps" = 1 ]; then
   # temporary directory on a free loopback port (the package's own service
   # is not used).
   have_tool mariadbd || tpkgs+=(mariadb-server)
+  have_tool mariadb-install-db || tpkgs+=(mariadb-server)
   have_tool podman || tpkgs+=(podman)
   have_tool runc || tpkgs+=(runc)
   if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then
@@ -109,12 +114,21 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing ${pkgs[*]} ${tpkgs[*]} ${opt[*]} with apt-get"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq "${pkgs[@]}" "${tpkgs[@]}" "${opt[@]}" >/dev/null
+  # The packages' own services (a system MariaDB on port 3306) are not
+  # started: tunebench runs the servers it manages itself.
+  norc=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && norc=1
+  fi
+  rc=0
+  apt-get install -y -qq "${pkgs[@]}" "${tpkgs[@]}" "${opt[@]}" >/dev/null || rc=$?
+  [ "$norc" = 1 ] && rm -f /usr/sbin/policy-rc.d
+  [ "$rc" = 0 ] || exit "$rc"
   oracle
   exit 0
 fi
 if [ ${#opt[@]} -gt 0 ]; then
-  echo "optional, for xfs and btrfs storage layouts: install ${opt[*]}" >&2
+  echo "optional (xfs and btrfs storage layouts, a managed MariaDB, sysbench): install ${opt[*]}" >&2
 fi
 if [ ${#tpkgs[@]} -gt 0 ]; then
   # Not installed here (not root, or no apt-get): the tests that need them
