@@ -322,7 +322,7 @@ func runTransactions(ctx context.Context, req *Request, r workload.Transactions)
 	case len(v.Failures) > 0:
 		return sum, failureError(v.Failures[0], id)
 	}
-	return sum, errorsExit(sum, id, req.Workload, func() driver.Space { return driver.SpaceNear(req.Target) })
+	return sum, errorsExit(sum, id, req.Workload, req.Target, func() driver.Space { return driver.SpaceNear(req.Target) })
 }
 
 // liveHeadline is the workload's headline over one tick, for the live

@@ -10,6 +10,7 @@ import (
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/run"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -71,7 +72,7 @@ func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, af
 // could not run, errors over the threshold. Nil when there is none. space,
 // when not nil, names the filesystem of the server's data for a run whose
 // errors were mostly disk full.
-func errorsExit(sum *results.Summary, id int64, w workload.Workload, space func() driver.Space) error {
+func errorsExit(sum *results.Summary, id int64, w workload.Workload, t target.Target, space func() driver.Space) error {
 	var why, hints []string
 	for _, r := range sum.StatusReasons {
 		switch r.Code {
@@ -85,7 +86,14 @@ func errorsExit(sum *results.Summary, id int64, w workload.Workload, space func(
 			}
 		case results.ReasonErrorsOver:
 			why = append(why, r.Detail)
-			hints = append(hints, driver.ErrorsHint(sum.BySQLState, space)) // by the SQLSTATE most errors had
+			hint := ""
+			if h, ok := t.(target.ErrorsHinter); ok {
+				hint = h.ErrorsHint(sum.BySQLState) // the target's own error codes
+			}
+			if hint == "" {
+				hint = driver.ErrorsHint(sum.BySQLState, space) // by the SQLSTATE most errors had
+			}
+			hints = append(hints, hint)
 		}
 	}
 	if len(why) == 0 {

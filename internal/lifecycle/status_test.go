@@ -10,6 +10,7 @@ import (
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/run"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 )
 
@@ -61,7 +62,7 @@ func TestDecideStatus(t *testing.T) {
 		if c.want.status == "failed" {
 			continue
 		}
-		err := errorsExit(sum, 7, nil, nil)
+		err := errorsExit(sum, 7, nil, nil, nil)
 		var e *errs.Error
 		if got := errors.As(err, &e) && e.Kind == errs.KindRunErrors; got != c.want.exit4 {
 			t.Errorf("%s: exit error %v, want exit 4: %v", c.name, err, c.want.exit4)
@@ -69,7 +70,7 @@ func TestDecideStatus(t *testing.T) {
 	}
 	sum := &results.Summary{Measured: &results.Measured{DurationS: 20, Outages: []results.Outage{{StartS: 6, EndS: 20}}}}
 	decideStatus(sum, &run.Result{}, &workload.Verdict{}, nil, nil, x)
-	err := errorsExit(sum, 7, nil, nil)
+	err := errorsExit(sum, 7, nil, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "unreachable for 14.0 s of the 20.0 s measured") || !strings.Contains(errs.HintOf(err), "--max-outage-pct") {
 		t.Errorf("exit error %v (hint %q): want the outage and the option", err, errs.HintOf(err))
 	}
@@ -83,9 +84,33 @@ func TestErrorsExitDiskFullNamesTheFilesystem(t *testing.T) {
 	space := func() driver.Space {
 		return driver.Space{Dir: "/srv/pg/data", Mount: "/srv", Free: 7 << 10, Known: true}
 	}
-	err := errorsExit(sum, 3, nil, space)
+	err := errorsExit(sum, 3, nil, nil, space)
 	hint := errs.HintOf(err)
 	if !strings.Contains(hint, "disk full") || !strings.Contains(hint, "/srv") || !strings.Contains(hint, "7.0 KiB free") || strings.Contains(hint, "--max-errors-pct") {
 		t.Errorf("fix line %q: want the filesystem, its free space, no --max-errors-pct", hint)
+	}
+}
+
+// hinter is a target that names the fix of its own error codes.
+type hinter struct{ target.Target }
+
+func (hinter) ErrorsHint(byCode map[string]int64) string {
+	if byCode["1205"] > 0 {
+		return "raise innodb_lock_wait_timeout"
+	}
+	return ""
+}
+
+// A target's own error codes get its fix line (target.ErrorsHinter); the
+// SQLSTATE rules stand when it has none.
+func TestErrorsExitTargetHint(t *testing.T) {
+	sum := &results.Summary{Status: "errors", Measured: &results.Measured{BySQLState: map[string]int64{"1205": 40}},
+		StatusReasons: []results.Reason{{Code: results.ReasonErrorsOver, Detail: "40 transactions ended in errors"}}}
+	if hint := errs.HintOf(errorsExit(sum, 3, nil, hinter{}, nil)); hint != "raise innodb_lock_wait_timeout" {
+		t.Errorf("fix line %q", hint)
+	}
+	sum.Measured.BySQLState = map[string]int64{"53300": 40}
+	if hint := errs.HintOf(errorsExit(sum, 3, nil, hinter{}, nil)); !strings.Contains(hint, "max_connections") {
+		t.Errorf("fix line %q: want the SQLSTATE rule", hint)
 	}
 }

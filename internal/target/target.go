@@ -342,3 +342,11 @@ func ChartsOf(drivers []Driver) []results.ChartDef {
 	}
 	return out
 }
+
+// ErrorsHinter is a Target that names the fix of a run whose errors
+// exceeded its threshold, by the error code most of them had, in its
+// database's terms ("" leaves it to the SQLSTATE rules PostgreSQL's
+// errors follow).
+type ErrorsHinter interface {
+	ErrorsHint(byCode map[string]int64) string
+}

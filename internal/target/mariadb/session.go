@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	errcodes "github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/netio"
 	"github.com/tunebench/tunebench/internal/step"
@@ -677,4 +678,28 @@ func Classify(err error, inCommit bool, attempts int) (step.OutcomeClass, string
 // is not (as PostgreSQL's lock_timeout is not).
 func Retryable(code string) bool {
 	return code == "1213" || code == "1020"
+}
+
+// ErrorsHint names the fix of a run whose errors were mostly one MariaDB
+// error (target.ErrorsHinter).
+func (t *Target) ErrorsHint(byCode map[string]int64) string {
+	code := errcodes.Dominant(byCode)
+	switch code {
+	case "1213", "1020":
+		return "most errors are " + map[string]string{"1213": "deadlocks (1213)", "1020": "write conflicts (1020)"}[code] +
+			": MariaDB rolled the transactions back; give --max-tries 3 to retry them, or raise --max-errors-pct to accept them"
+	case "1205":
+		return "most errors are lock wait timeouts (1205): run fewer clients, or raise innodb_lock_wait_timeout (--set innodb_lock_wait_timeout=N)"
+	case "1040":
+		return "most errors are too many connections (1040): run fewer clients, or raise max_connections (--set max_connections=N)"
+	case "1021", "1114":
+		return "most errors are a full disk or table (" + code + "): free space on the filesystem of the server's data directory, then run again"
+	case "1041", "1037", "1038":
+		return "most errors are the server out of memory (" + code + "): run fewer clients, or give the server more memory"
+	case "2013", "2006", "2003":
+		return "most errors are lost connections (" + code + "): see the server's error log (a crash, a restart, wait_timeout)"
+	case "":
+		return ""
+	}
+	return "see the errors by MariaDB error number above; raise --max-errors-pct to accept them"
 }

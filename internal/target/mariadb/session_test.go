@@ -353,3 +353,15 @@ func TestSessionStatements(t *testing.T) {
 		t.Errorf("after the refused LOAD DATA: %v", err)
 	}
 }
+
+func TestErrorsHint(t *testing.T) {
+	tt := &Target{}
+	for code, want := range map[string]string{"1213": "--max-tries", "1205": "innodb_lock_wait_timeout", "1040": "max_connections", "1114": "free space", "2013": "error log", "1146": "MariaDB error number"} {
+		if got := tt.ErrorsHint(map[string]int64{code: 10, "1062": 1}); !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q in it", code, got, want)
+		}
+	}
+	if tt.ErrorsHint(nil) != "" {
+		t.Error("no errors, no hint")
+	}
+}
