@@ -3,18 +3,12 @@ package mariadb
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
-	errcodes "github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/netio"
 	"github.com/tunebench/tunebench/internal/step"
@@ -33,16 +27,6 @@ import (
 // (internal/netio): blocking reads, a descriptor to poll, so that one
 // thread can drive several sessions; a cancelled step interrupts a
 // statement in flight by a deadline on it.
-
-// Error numbers the session classifies (MariaDB's, not SQLSTATEs).
-const (
-	ErrDeadlock      = 1213 // ER_LOCK_DEADLOCK: the transaction was rolled back
-	ErrRecordChanged = 1020 // ER_CHECKREAD: a write conflict under snapshot isolation, rolled back
-	ErrLockWait      = 1205 // ER_LOCK_WAIT_TIMEOUT: the statement failed, the transaction is still open
-	ErrGoneAway      = 2006 // CR_SERVER_GONE_ERROR (client side): the connection was gone before the statement
-	ErrLostConn      = 2013 // CR_SERVER_LOST (client side): the connection was lost during the statement
-	ErrCantConnect   = 2003 // CR_CONN_HOST_ERROR (client side): no connection could be made
-)
 
 // connNet is the network name of the sessions' dial function.
 const (
@@ -163,94 +147,6 @@ func newSession(ctx context.Context, cfg *mysql.Config, spec *target.SessionSpec
 		netio.EnsureProcs(spec.ID + 1)
 	}
 	return s, nil
-}
-
-// Placeholders rewrites PostgreSQL's $1..$n into MariaDB's positional ?,
-// returning for each ? the number it had. Text in quotes (', ", `) and
-// comments is left alone.
-func Placeholders(q string) (string, []int, error) {
-	if !strings.Contains(q, "$") {
-		return q, nil, nil
-	}
-	var b strings.Builder
-	var order []int
-	for i := 0; i < len(q); i++ {
-		c := q[i]
-		switch {
-		case c == '\'' || c == '"' || c == '`':
-			j := i + 1
-			for j < len(q) {
-				if q[j] == '\\' && c != '`' {
-					j += 2
-					continue
-				}
-				if q[j] == c {
-					if j+1 < len(q) && q[j+1] == c {
-						j += 2
-						continue
-					}
-					break
-				}
-				j++
-			}
-			if j >= len(q) {
-				return "", nil, fmt.Errorf("unterminated %c quote", c)
-			}
-			b.WriteString(q[i : j+1])
-			i = j
-		case c == '-' && i+1 < len(q) && q[i+1] == '-' && (i+2 == len(q) || q[i+2] == ' ' || q[i+2] == '\t' || q[i+2] == '\n' || q[i+2] == '\r'), c == '#':
-			j := strings.IndexByte(q[i:], '\n')
-			if j < 0 {
-				j = len(q) - i
-			}
-			b.WriteString(q[i : i+j])
-			i += j - 1
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			j := strings.Index(q[i+2:], "*/")
-			if j < 0 {
-				return "", nil, fmt.Errorf("unterminated comment")
-			}
-			b.WriteString(q[i : i+j+4])
-			i += j + 3
-		case c == '$' && i+1 < len(q) && q[i+1] >= '0' && q[i+1] <= '9' && (i == 0 || !identChar(q[i-1])):
-			j := i + 1
-			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
-				j++
-			}
-			n, err := strconv.Atoi(q[i+1 : j])
-			if err != nil || n < 1 {
-				return "", nil, fmt.Errorf("bad parameter %s", q[i:j])
-			}
-			order = append(order, n)
-			b.WriteByte('?')
-			i = j - 1
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), order, nil
-}
-
-// identChar reports a character of an unquoted identifier ($ included:
-// t$1 is a name, not a parameter).
-func identChar(c byte) bool {
-	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
-}
-
-// txControl reports BEGIN, START TRANSACTION, COMMIT and ROLLBACK, which
-// go as text (the status of every reply says whether a transaction is
-// open).
-func txControl(q string) bool {
-	q = strings.TrimLeft(q, " \t\r\n")
-	end := strings.IndexAny(q, " \t\r\n;")
-	if end < 0 {
-		end = len(q)
-	}
-	switch strings.ToUpper(q[:end]) {
-	case "BEGIN", "START", "COMMIT", "ROLLBACK":
-		return true
-	}
-	return false
 }
 
 // reconnect opens a connection, runs the set-up, takes over the socket
@@ -594,112 +490,4 @@ func (s *worker) ServerCPU() int {
 		return -1
 	}
 	return netio.IncomingCPU(s.nc)
-}
-
-// isConnError reports an error of the connection rather than of a
-// statement: the driver's bad or invalid connection, a network error, the
-// server ending the connection (shutdown, KILL).
-func isConnError(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, net.ErrClosed) {
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1053, 1077, 1152, 1153, 1158, 1159, 1160, 1161, 1927, 4031: // shutdown, aborted, net errors, killed, idle timeout
-			return true
-		}
-	}
-	return false
-}
-
-// Code is an error's code as runs record it: MariaDB's error number
-// ("1213"), 2013 or 2006 for a lost connection (the client library's
-// numbers), "client:canceled", or "client".
-func Code(err error) string {
-	var me *mysql.MySQLError
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &me):
-		if me.Number == 1927 || me.Number == 1053 {
-			return strconv.Itoa(ErrLostConn)
-		}
-		return strconv.Itoa(int(me.Number))
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return "client:canceled"
-	case errors.Is(err, driver.ErrBadConn) || errors.Is(err, net.ErrClosed):
-		return strconv.Itoa(ErrGoneAway)
-	case errors.Is(err, syscall.ECONNREFUSED) || errs.KindOf(err) == errs.KindConnect:
-		return strconv.Itoa(ErrCantConnect)
-	case isConnError(err):
-		return strconv.Itoa(ErrLostConn)
-	}
-	return "client"
-}
-
-// Classify puts a MariaDB error in its outcome class.
-func Classify(err error, inCommit bool, attempts int) (step.OutcomeClass, string) {
-	if err == nil {
-		if attempts > 1 {
-			return step.ClassRetriedOK, ""
-		}
-		return step.ClassOK, ""
-	}
-	code := Code(err)
-	switch {
-	case code == "client:canceled" && inCommit:
-		// The COMMIT may have run: its outcome is unknown.
-		return step.ClassAmbiguousCommit, code
-	case code == "client:canceled":
-		return step.ClassFailedError, code
-	case isConnError(err) || code == "2003":
-		if inCommit {
-			return step.ClassAmbiguousCommit, code
-		}
-		return step.ClassConnError, code
-	case Retryable(code):
-		return step.ClassFailedRetryExhausted, code
-	}
-	return step.ClassFailedError, code
-}
-
-// Retryable: a deadlock (1213) and a write conflict (1020) roll the
-// transaction back and are worth another try; a lock wait timeout (1205)
-// is not (as PostgreSQL's lock_timeout is not).
-func Retryable(code string) bool {
-	return code == "1213" || code == "1020"
-}
-
-// ErrorsHint names the fix of a run whose errors were mostly one MariaDB
-// error (target.ErrorsHinter).
-func (t *Target) ErrorsHint(byCode map[string]int64) string {
-	code := errcodes.Dominant(byCode)
-	switch code {
-	case "1213", "1020":
-		return "most errors are " + map[string]string{"1213": "deadlocks (1213)", "1020": "write conflicts (1020)"}[code] +
-			": MariaDB rolled the transactions back; give --max-tries 3 to retry them, or raise --max-errors-pct to accept them"
-	case "1205":
-		return "most errors are lock wait timeouts (1205): run fewer clients, or raise innodb_lock_wait_timeout (--set innodb_lock_wait_timeout=N)"
-	case "1040":
-		return "most errors are too many connections (1040): run fewer clients, or raise max_connections (--set max_connections=N)"
-	case "1021", "1114":
-		return "most errors are a full disk or table (" + code + "): free space on the filesystem of the server's data directory, then run again"
-	case "1041", "1037", "1038":
-		return "most errors are the server out of memory (" + code + "): run fewer clients, or give the server more memory"
-	case "2013", "2006", "2003":
-		return "most errors are lost connections (" + code + "): see the server's error log (a crash, a restart, wait_timeout)"
-	case "":
-		return ""
-	}
-	return "see the errors by MariaDB error number above; raise --max-errors-pct to accept them"
 }
