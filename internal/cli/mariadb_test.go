@@ -67,7 +67,7 @@ func TestMariaDB(t *testing.T) {
 	}
 	report := tempPath(t, "report.html")
 	h.must(0, "report", "1", "--results", results, "-o", report)
-	if b, _ := os.ReadFile(report); !strings.Contains(string(b), "MariaDB 10.") || !strings.Contains(string(b), "Buffer pool") {
+	if b, _ := os.ReadFile(report); !strings.Contains(string(b), "MariaDB 10.") || !strings.Contains(string(b), "Buffer pool") || !strings.Contains(string(b), "MariaDB settings that are not at their defaults") {
 		t.Errorf("the report lacks the server's version or MariaDB's charts")
 	}
 

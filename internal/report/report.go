@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,7 +75,9 @@ type Report struct {
 
 	Env      []envRow
 	Settings []envRow
-	EnvNote  string
+	// SettingsOf names the database(s) whose settings Settings are.
+	SettingsOf string
+	EnvNote    string
 
 	Groups []groupView
 	Other  []otherView // the sections of workloads the executor does not measure (storage, fsblog)
@@ -219,6 +222,13 @@ func build(d *dataset, storePath string, o Options) (*Report, error) {
 		r.Notes = append(r.Notes, "No stored runs: nothing to chart yet.")
 	}
 	r.Env, r.Settings, r.EnvNote = environment(d)
+	var products []string
+	for _, rd := range d.Runs {
+		if p := productOf(rd); !slices.Contains(products, p) {
+			products = append(products, p)
+		}
+	}
+	r.SettingsOf = strings.Join(products, " and ")
 
 	for _, g := range a.Groups {
 		gv, err := groupViewOf(g)
