@@ -84,10 +84,25 @@ var diskRows = []hostRow{
 	{"disk read", "disk.read_bytes_s", bytesS},
 	{"disk written", "disk.write_bytes_s", bytesS},
 	{"disk await", "disk.await_ms", ms},
-	{"PostgreSQL processes CPU", "pg.proc_cpu_pct", func(v float64) string { return fmt.Sprintf("%.0f%% of a CPU", v) }},
-	{"PostgreSQL processes memory", "pg.proc_rss_bytes", bytesV},
-	{"MariaDB server CPU", "mariadb.proc_cpu_pct", func(v float64) string { return fmt.Sprintf("%.0f%% of a CPU", v) }},
-	{"MariaDB server memory", "mariadb.proc_rss_bytes", bytesV},
+}
+
+// procRows are the database server's processes, whatever the database:
+// their series are DB.proc_NAME (pg.proc_cpu_pct, mariadb.proc_cpu_pct),
+// named by the suffix here.
+var procRows = []hostRow{
+	{"database server processes CPU", ".proc_cpu_pct", func(v float64) string { return fmt.Sprintf("%.0f%% of a CPU", v) }},
+	{"database server processes memory", ".proc_rss_bytes", bytesV},
+}
+
+// bySuffix is the mean of the series of means whose name ends with suffix
+// after one dotted prefix.
+func bySuffix(means map[string]float64, suffix string) (float64, bool) {
+	for k, v := range means {
+		if i := strings.Index(k, suffix); i > 0 && i+len(suffix) == len(k) && !strings.Contains(k[:i], ".") {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 var containerRows = []hostRow{
@@ -152,7 +167,11 @@ func HostBlocks(s *Summary) []Block {
 				if prefixed {
 					name = c.prefix + r.series
 				}
-				if v, ok := c.h.Means[name]; ok {
+				v, ok := c.h.Means[name]
+				if strings.HasPrefix(name, ".") {
+					v, ok = bySuffix(c.h.Means, name)
+				}
+				if ok {
 					cells = append(cells, r.show(v))
 					seen = true
 				} else {
@@ -166,6 +185,7 @@ func HostBlocks(s *Summary) []Block {
 	}
 	add(hostRows, true)
 	add(diskRows, false)
+	add(procRows, false)
 	add(containerRows, false)
 	var out []Block
 	if len(t.Rows) > 0 {
