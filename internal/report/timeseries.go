@@ -166,7 +166,11 @@ func buildRunCharts(rd *runData, targetCharts []runChartDef) (runCharts, error) 
 		name, label, unit = rd.Metric, rd.v.label(rd.Run.Workload, rd.Metric), rd.v.unit(rd.Run.Workload, rd.Metric)
 	}
 	title := "Throughput per second"
-	if svg, err := throughputSeriesChart(title, sm[name], label, unit, checkpointTimes(sm["pg.checkpoints"]), outs); err != nil {
+	var marks []float64
+	if m := results.MarksFor(targetCharts, productOf(rd)); m != "" {
+		marks = checkpointTimes(sm[m])
+	}
+	if svg, err := throughputSeriesChart(title, sm[name], label, unit, marks, outs); err != nil {
 		return rc, err
 	} else if svg != "" {
 		rc.Charts = append(rc.Charts, namedChart{title, svg})

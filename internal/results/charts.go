@@ -37,6 +37,21 @@ type ChartDef struct {
 	// is one of the report's adds its series to that chart instead.
 	Product string
 	After   string
+	// Marks, on a target's entry that is not a chart of its own, names a
+	// cumulative counter whose every step marks the throughput chart with
+	// a dashed line (PostgreSQL's checkpoints).
+	Marks string
+}
+
+// MarksFor is the counter that marks a run's throughput chart, from the
+// target charts of product ("" when none).
+func MarksFor(targets []ChartDef, product string) string {
+	for _, t := range targets {
+		if t.Product == product && t.Marks != "" {
+			return t.Marks
+		}
+	}
+	return ""
 }
 
 // ChartsFor are the charts of a run of product: the report's base charts
@@ -49,7 +64,7 @@ func ChartsFor(base []ChartDef, targets []ChartDef, product string) []ChartDef {
 		out[i] = b
 	}
 	for _, t := range targets {
-		if t.Product != product {
+		if t.Product != product || t.Marks != "" {
 			continue
 		}
 		merged := false

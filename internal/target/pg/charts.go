@@ -11,6 +11,7 @@ const product = "PostgreSQL"
 func (Driver) Charts() []results.ChartDef {
 	const mb = 1e-6
 	return []results.ChartDef{
+		{Product: product, Marks: "pg.checkpoints"},
 		{Product: product, Title: "Process CPU", Series: []results.ChartSeries{{Name: "pg.proc_cpu_pct", Label: "PostgreSQL processes"}}},
 		{Product: product, Title: "Wait events (sampled pg_stat_activity)", After: "Process CPU", YLabel: "average active sessions", Scale: 1, Stacked: true, Prefix: "wait.", MaxLayers: 8},
 		{Product: product, Title: "Disk throughput (data directory device)", Series: []results.ChartSeries{
