@@ -100,6 +100,16 @@ func TestMariaDB(t *testing.T) {
 		t.Errorf("an unknown variable:\n%s", r)
 	}
 	port := strings.TrimPrefix(strings.Fields(strings.SplitAfter(h.must(0, "server", "env", "--dir", dir).stdout, "MYSQL_TCP_PORT=")[1])[0], "")
+	// The same server by connection string, the password from $MYSQL_PWD.
+	pw, err := os.ReadFile(filepath.Join(dir, "tunebench.pass"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.env["MYSQL_PWD"] = strings.TrimSpace(string(pw))
+	r = h.must(0, "run", "tpcb", "--dsn", "mariadb://tunebench@127.0.0.1:"+port+"/tunebench", "--results", results, "-c", "2", "-T", "1s")
+	if !strings.Contains(r.stdout, "PASS balances") || strings.Contains(r.stdout+r.stderr, h.env["MYSQL_PWD"]) {
+		t.Errorf("a run by connection string:\n%s", r)
+	}
 	h.env["MYSQL_PWD"] = "wrong"
 	if r := h.run("run", "tpcb", "--dsn", "mariadb://tunebench@127.0.0.1:"+port+"/tunebench", "--results", results, "-T", "1s"); r.code == 0 ||
 		!strings.Contains(r.stderr, "MariaDB refused the login") || strings.Count(r.stderr, "error:") != 1 {
