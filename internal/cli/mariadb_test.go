@@ -139,3 +139,47 @@ func variable(t *testing.T, dir, name string) string {
 	}
 	return v
 }
+
+// TestMariaDBExperiment: an experiment on a managed MariaDB it starts in a
+// temporary directory: the template loaded once and copied before every
+// run, a settings matrix applied and restored, the runs compared and
+// reported as PostgreSQL's are, and the server stopped and removed at the
+// end.
+func TestMariaDBExperiment(t *testing.T) {
+	t.Parallel()
+	if err := (mariadb.Driver{}).ManagedSupported(); err != nil {
+		mariadbtest.StartMariaDB(t) // skips, or fails under CI
+	}
+	h := newHarness(t)
+	results := tempPath(t, "results.db")
+	exp := writeExperiment(t, `name: mdb
+target:
+  managed: {engine: mariadb}
+workload:
+  name: tpcb
+  options: {scale: 1, duration: 1s, clients: 2}
+matrix:
+  settings:
+    innodb_flush_log_at_trx_commit: [1, 2]
+repetitions: 1
+seed: 3
+`)
+	before, _ := filepath.Glob("/var/tmp/tunebench-mariadb-*")
+	r := h.must(0, "experiment", "run", exp, "--results", results)
+	for _, want := range []string{"load tpcb", "innodb_flush_log_at_trx_commit=2", "settings restored", "experiment mdb: done (2 runs"} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("experiment output lacks %q:\n%s", want, r)
+		}
+	}
+	if after, _ := filepath.Glob("/var/tmp/tunebench-mariadb-*"); len(after) > len(before) {
+		t.Errorf("the temporary server directory is left: %v", after)
+	}
+	if r := h.must(0, "compare", "1", "2", "--results", results); !strings.Contains(r.stdout, "tpcb-like") {
+		t.Errorf("compare:\n%s", r)
+	}
+	report := tempPath(t, "report.html")
+	h.must(0, "report", "mdb", "--results", results, "-o", report)
+	if b, _ := os.ReadFile(report); !strings.Contains(string(b), "innodb_flush_log_at_trx_commit") || !strings.Contains(string(b), "Redo log writes") {
+		t.Errorf("the report lacks the matrix or MariaDB's charts")
+	}
+}
