@@ -3,6 +3,8 @@ package mariadb
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -363,5 +365,25 @@ func TestErrorsHint(t *testing.T) {
 	}
 	if tt.ErrorsHint(nil) != "" {
 		t.Error("no errors, no hint")
+	}
+}
+
+func TestOptionFilePassword(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".my.cnf"), []byte("# mine\n[mysqld]\npassword=server\n[client]\nuser=me\npassword = \"s3 cret\"\n[mysql]\npassword=other\n"), 0o600)
+	c, err := parseURL("mariadb://me@127.0.0.1/db", func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	})
+	if err != nil || c.Passwd != "s3 cret" {
+		t.Errorf("password %q %v", c.Passwd, err)
+	}
+	c, _ = parseURL("mariadb://me@127.0.0.1/db", func(k string) string {
+		return map[string]string{"HOME": home, PasswordEnv: "env"}[k]
+	})
+	if c.Passwd != "env" {
+		t.Errorf("$%s first: %q", PasswordEnv, c.Passwd)
 	}
 }

@@ -24,7 +24,8 @@ import (
 const Dialect = "mariadb"
 
 // PasswordEnv is where a DSN target's password comes from, as the
-// mariadb client reads it (never from the command line).
+// mariadb client reads it (never from the command line); without it, the
+// password of ~/.my.cnf's client sections.
 const PasswordEnv = "MYSQL_PWD"
 
 // Driver opens MariaDB targets: a mariadb:// or mysql:// connection
@@ -77,7 +78,7 @@ func parseURL(dsn string, getenv func(string) string) (*mysql.Config, error) {
 		return nil, errs.Usage("write it as mariadb://USER@HOST:PORT/DATABASE", "bad MariaDB connection string: %v", err)
 	}
 	if _, has := u.User.Password(); has {
-		return nil, errs.Usage("put the password in $"+PasswordEnv+", not in the connection string (it would show in ps and shell history)",
+		return nil, errs.Usage("put the password in $"+PasswordEnv+" or in ~/.my.cnf's [client] section (password=), not in the connection string (it would show in ps and shell history)",
 			"the MariaDB connection string holds a password")
 	}
 	c := mysql.NewConfig()
@@ -96,6 +97,9 @@ func parseURL(dsn string, getenv func(string) string) (*mysql.Config, error) {
 	c.DBName = strings.TrimPrefix(u.Path, "/")
 	if getenv != nil {
 		c.Passwd = getenv(PasswordEnv)
+		if c.Passwd == "" && getenv("HOME") != "" {
+			c.Passwd = optionFilePassword(filepath.Join(getenv("HOME"), ".my.cnf"))
+		}
 	}
 	c.AllowNativePasswords = true
 	c.ParseTime = true
@@ -477,7 +481,7 @@ func connError(err error, what string) error {
 	if errors.As(err, &me) {
 		switch me.Number {
 		case 1045:
-			return errs.Wrap(errs.KindConnect, err, "check the user in the connection string and the password in $"+PasswordEnv, "MariaDB refused the login (%s)", what)
+			return errs.Wrap(errs.KindConnect, err, "check the user in the connection string and the password in $"+PasswordEnv+" (or password= in ~/.my.cnf's [client] section)", "MariaDB refused the login (%s)", what)
 		case 1049:
 			return errs.Wrap(errs.KindConnect, err, "create the database, or name another in the connection string", "no such database (%s)", what)
 		}
