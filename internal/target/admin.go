@@ -27,6 +27,13 @@ type Admin interface {
 	// fastest way in (COPY, LOAD DATA LOCAL INFILE) and returns how many
 	// went in.
 	BulkLoad(ctx context.Context, table string, columns []string, src RowSource) (int64, error)
+	// Transactions is the database side's count of transactions ended
+	// (commits and rollbacks), the counter a workload's cross-check of its
+	// own count reads before and after a run (TPM as HammerDB reads it):
+	// PostgreSQL's xact_commit + xact_rollback of the database,
+	// MariaDB's Com_commit + Com_rollback of the server. Only its growth
+	// means something.
+	Transactions(ctx context.Context) (int64, error)
 	Close() error
 }
 

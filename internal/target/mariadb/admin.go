@@ -103,6 +103,15 @@ func (a *admin) Tx(ctx context.Context, o target.TxOptions, fn func(target.Admin
 	return err
 }
 
+// Transactions reads Com_commit + Com_rollback of the server (the
+// statements COMMIT and ROLLBACK, as HammerDB counts MariaDB's TPM: a
+// statement run with autocommit is not counted).
+func (a *admin) Transactions(ctx context.Context) (int64, error) {
+	var n sql.NullInt64
+	err := a.q.QueryRowContext(ctx, "SELECT SUM(VARIABLE_VALUE) FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('COM_COMMIT', 'COM_ROLLBACK')").Scan(&n)
+	return n.Int64, err
+}
+
 func (a *admin) Close() error {
 	_ = a.q.Close()
 	return a.db.Close()

@@ -387,3 +387,37 @@ func TestOptionFilePassword(t *testing.T) {
 		t.Errorf("$%s first: %q", PasswordEnv, c.Passwd)
 	}
 }
+
+// TestAdminTransactions: the server's count of COMMIT and ROLLBACK
+// statements grows with another connection's.
+func TestAdminTransactions(t *testing.T) {
+	t.Parallel()
+	tt, _ := sessionServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := tt.Admin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := tt.Admin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	before, err := a.Transactions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := b.Tx(ctx, target.TxOptions{}, func(tx target.Admin) error {
+			_, err := tx.Exec(ctx, "UPDATE kv SET v = v WHERE id = 1")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after, err := a.Transactions(ctx); err != nil || after-before != 3 {
+		t.Errorf("transactions grew by %d (%v), want 3", after-before, err)
+	}
+}

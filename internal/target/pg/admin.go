@@ -96,4 +96,16 @@ func (a *admin) BulkLoad(ctx context.Context, table string, columns []string, sr
 	return a.q.CopyFrom(ctx, pgx.Identifier{table}, columns, src)
 }
 
+// Transactions reads xact_commit + xact_rollback of the database, fresh
+// (pg_stat_clear_snapshot). Other sessions report theirs when they end and
+// at most a second after their transactions otherwise.
+func (a *admin) Transactions(ctx context.Context) (int64, error) {
+	var n int64
+	if _, err := a.q.Exec(ctx, "select pg_stat_clear_snapshot()"); err != nil {
+		return 0, err
+	}
+	err := a.q.QueryRow(ctx, "select (xact_commit + xact_rollback)::bigint from pg_stat_database where datname = current_database()").Scan(&n)
+	return n, err
+}
+
 func (a *admin) Close() error { return a.conn.Close(context.Background()) }
