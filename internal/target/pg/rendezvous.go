@@ -88,13 +88,37 @@ func (t *Target) Join(ctx context.Context, key string, index, count int, joined 
 		return time.Time{}, errs.Wrap(errs.KindConnect, err, "the role needs CREATE on the database's public schema (or make "+rendezvousTable+" for it), and INSERT and SELECT on it",
 			"shard %d/%d cannot join the rendezvous %q in the database", index, count, key)
 	}
+	// timedOut says which shards are missing when ctx ends the wait (a
+	// connection of its own: the wait's may be cut by the deadline).
+	timedOut := func(n int) error {
+		var missing []int
+		qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		q := c
+		if q.IsClosed() {
+			if nc, err := t.conn.ConnectStd(qctx); err == nil {
+				defer nc.Close(qctx)
+				q = nc
+			}
+		}
+		rows, err := q.Query(qctx, "SELECT s FROM generate_series(0, $2 - 1) s WHERE s NOT IN (SELECT shard FROM "+rendezvousTable+
+			" WHERE key = $1 AND joined >= $3) ORDER BY s", key, count, mine.Add(-window))
+		if err == nil {
+			missing, _ = pgx.CollectRows(rows, pgx.RowTo[int])
+		}
+		return fmt.Errorf("%w: %d of %d shards joined the rendezvous %q; missing %v", ctx.Err(), n, count, key, missing)
+	}
 	seen := -1
+	n := 1
 	for {
-		var n int
 		var last time.Time
 		var others int
 		if err := c.QueryRow(ctx, "SELECT count(*), coalesce(max(joined), clock_timestamp()), count(*) FILTER (WHERE shards <> $2) FROM "+rendezvousTable+
 			" WHERE key = $1 AND joined >= $3", key, count, mine.Add(-window)).Scan(&n, &last, &others); err != nil {
+			if ctx.Err() != nil {
+				// The deadline cut the count short.
+				return time.Time{}, timedOut(max(seen, 1))
+			}
 			return time.Time{}, err
 		}
 		if others > 0 {
@@ -110,15 +134,7 @@ func (t *Target) Join(ctx context.Context, key string, index, count int, joined 
 		}
 		select {
 		case <-ctx.Done():
-			var missing []int
-			qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			rows, err := c.Query(qctx, "SELECT s FROM generate_series(0, $2 - 1) s WHERE s NOT IN (SELECT shard FROM "+rendezvousTable+
-				" WHERE key = $1 AND joined >= $3) ORDER BY s", key, count, mine.Add(-window))
-			if err == nil {
-				missing, _ = pgx.CollectRows(rows, pgx.RowTo[int])
-			}
-			return time.Time{}, fmt.Errorf("%w: %d of %d shards joined the rendezvous %q; missing %v", ctx.Err(), n, count, key, missing)
+			return time.Time{}, timedOut(n)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

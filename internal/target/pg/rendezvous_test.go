@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +53,51 @@ func TestJoinWithoutCreate(t *testing.T) {
 	}
 	if _, err := open().Join(ctx, "k1", 0, 1, nil); err != nil {
 		t.Errorf("a role given the table could not join: %v", err)
+	}
+}
+
+// TestJoinTimeoutInQuery: the wait's deadline falling inside its count of
+// the joined shards (the table locked meanwhile) still says which shards
+// are missing, as a deadline between two counts does.
+func TestJoinTimeoutInQuery(t *testing.T) {
+	srv := testutil.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tg, err := Driver{}.Open(ctx, target.Spec{DSN: srv.DSN()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close(ctx)
+	locker := testutil.Connect(t, srv)
+	joined := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		jctx, jcancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		defer jcancel()
+		_, err := tg.(*Target).Join(jctx, "slow", 0, 3, func(int) {
+			select {
+			case <-joined:
+			default:
+				close(joined)
+			}
+		})
+		done <- err
+	}()
+	<-joined
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+rendezvousTable+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	// The lock goes after the deadline: the count it blocked has failed,
+	// and the report of the missing shards can read the table.
+	time.Sleep(2 * time.Second)
+	tx.Rollback(ctx)
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), "missing [1 2]") {
+		t.Errorf("the wait timed out in its count: %v", err)
 	}
 }
