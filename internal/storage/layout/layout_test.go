@@ -198,6 +198,9 @@ func TestProvisionLoop(t *testing.T) {
 			t.Errorf("the WAL layout is not mounted: %+v", m.WAL)
 		}
 		dev, backing := m.Device, m.Backing
+		if !attached(t, dev, backing) {
+			t.Errorf("%s: %s is not attached to %s before the teardown", name, dev, backing)
+		}
 		var walDir string
 		if m.WAL != nil {
 			walDir = m.WAL.Dir
@@ -208,7 +211,7 @@ func TestProvisionLoop(t *testing.T) {
 		if mounted(t, m.Dir) || (walDir != "" && mounted(t, walDir)) {
 			t.Errorf("%s: still mounted after teardown", name)
 		}
-		if attached(t, dev) {
+		if attached(t, dev, backing) {
 			t.Errorf("%s: %s still attached", name, dev)
 		}
 		if _, err := os.Stat(backing); err == nil {
@@ -256,14 +259,18 @@ func mounted(t *testing.T, dir string) bool {
 	return false
 }
 
-func attached(t *testing.T, dev string) bool {
+// attached reports whether loop device dev is still attached to the
+// layout's file backing: the device number alone may already be another
+// test's (tests of other packages attach loop devices at the same time).
+func attached(t *testing.T, dev, backing string) bool {
 	t.Helper()
 	var st syscall.Stat_t
 	if syscall.Stat(dev, &st) != nil {
 		return false
 	}
 	b, err := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/loop/backing_file")
-	return err == nil && len(strings.TrimSpace(string(b))) > 0
+	file := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
+	return err == nil && file != "" && file == backing
 }
 
 // RAID and LVM layouts: their checks, their command plans, and a clear
@@ -425,7 +432,7 @@ func TestSweepAndClaims(t *testing.T) {
 	if !strings.Contains(strings.Join(said, "\n"), "process(es) an earlier run left working on "+m.Dir) {
 		t.Errorf("the sweep did not say what it stopped:\n%s", strings.Join(said, "\n"))
 	}
-	if mounted(t, m.Dir) || attached(t, dev) {
+	if mounted(t, m.Dir) || attached(t, dev, m.Backing) {
 		t.Errorf("a dead owner's layout is still mounted or attached")
 	}
 	if _, err := os.Stat(m.Backing); err == nil {
