@@ -2,6 +2,7 @@ package target
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/tunebench/tunebench/internal/step"
 )
@@ -177,4 +178,28 @@ func FollowsServer(ss Sessions) bool {
 		return f.FollowsServer()
 	}
 	return true
+}
+
+// DriverThreader is a Sessions that chooses the driver thread count a
+// workload runs with when the user gives none (--threads 0). Without it:
+// one per core (the measured choice on PostgreSQL, docs/benchmarks.md
+// section 5), at most one per client.
+type DriverThreader interface {
+	// DriverThreads is the count for clients connections (at least 1).
+	DriverThreads(clients int) int
+}
+
+// DriverThreads is the driver thread count for --threads n: n when given,
+// else ss's default (DriverThreader) or one per core, at most one per
+// client.
+func DriverThreads(ss Sessions, n, clients int) int {
+	if n > 0 {
+		return n
+	}
+	if d, ok := ss.(DriverThreader); ok {
+		if k := d.DriverThreads(clients); k > 0 {
+			return min(k, max(clients, 1))
+		}
+	}
+	return min(runtime.NumCPU(), max(clients, 1))
 }

@@ -363,7 +363,7 @@ func TxOptions() option.Set {
 		{Name: "clients", Short: "c", Kind: option.KindInt, Default: "1", Min: 1, HasMin: true, Max: 10000, HasMax: true, Role: option.RoleWorkers,
 			Doc: "concurrent clients, each with its own connection"},
 		{Name: "threads", Short: "j", Kind: option.KindInt, Default: "0", HasMin: true, Role: option.RoleThreads,
-			Doc: "driver threads serving the clients, as pgbench -j (0 = one per core, at most one per client)"},
+			Doc: "driver threads serving the clients, as pgbench -j (0 = one per core, one per 4 cores for a MariaDB on this machine; at most one per client)"},
 		{Name: "duration", Short: "T", Kind: option.KindDuration, Default: "60s", Role: option.RoleDuration,
 			DefaultText: "1m unless {transactions}", Doc: "measured duration"},
 		{Name: "transactions", Short: "t", Kind: option.KindInt, HasMin: true, Role: option.RoleCount,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -419,5 +420,29 @@ func TestAdminTransactions(t *testing.T) {
 	}
 	if after, err := a.Transactions(ctx); err != nil || after-before != 3 {
 		t.Errorf("transactions grew by %d (%v), want 3", after-before, err)
+	}
+}
+
+// TestDriverThreads: a MariaDB on this machine (managed, or reached on
+// loopback) gets one driver thread per 4 cores, a remote one one per core.
+func TestDriverThreads(t *testing.T) {
+	local := max(1, runtime.NumCPU()/4)
+	for _, c := range []struct {
+		addr string
+		want int
+	}{
+		{"127.0.0.1:3306", local},
+		{"localhost:3306", local},
+		{"[::1]:3306", local},
+		{"192.0.2.10:3306", runtime.NumCPU()},
+		{"db.example.com:3306", runtime.NumCPU()},
+	} {
+		tg := &Target{cfg: &mysql.Config{Addr: c.addr}}
+		if got := tg.DriverThreads(64); got != c.want {
+			t.Errorf("%s: %d driver threads, want %d", c.addr, got, c.want)
+		}
+	}
+	if got := target.DriverThreads(&Target{srv: &Server{}, cfg: &mysql.Config{Addr: "192.0.2.10:3306"}}, 0, 64); got != local {
+		t.Errorf("managed: %d driver threads, want %d", got, local)
 	}
 }

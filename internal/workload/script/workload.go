@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -63,7 +62,7 @@ func (Workload) Options() option.Set {
 func scriptTxOptions() option.Set {
 	set := workload.TxOptions()
 	for name, doc := range map[string]string{
-		"threads":      "driver threads serving the clients, as pgbench -j (0 = one per core, at most one per client); scripts with \\sleep or \\shell get a thread per client",
+		"threads":      "driver threads serving the clients, as pgbench -j (0 = one per core, one per 4 cores for a MariaDB on this machine; at most one per client); scripts with \\sleep or \\shell get a thread per client",
 		"transactions": "transactions (script runs) per client, instead of a duration; with a rate, the schedule's clients x this many starts, each run or skipped (pgbench -t with -R)",
 		"seed":         "random seed, as pgbench --random-seed (0 = from the clock; stored with the run)",
 	} {
@@ -369,7 +368,7 @@ func (r *scriptRun) Describe() string {
 	if r.p.Transactions > 0 {
 		length = fmt.Sprintf("%d transactions per client", r.p.Transactions)
 	}
-	threads := runThreads(r.p.Threads, r.p.Clients)
+	threads := target.DriverThreads(r.ss, r.p.Threads, r.p.Clients)
 	if !r.prog.mux {
 		threads = r.p.Clients
 	}
@@ -412,7 +411,7 @@ func (r *scriptRun) Params() any { return r.p }
 // recorded over the measured window only.
 func (r *scriptRun) Exec() workload.Exec {
 	x := r.exec
-	x.Threads = runThreads(r.p.Threads, r.p.Clients)
+	x.Threads = target.DriverThreads(r.ss, r.p.Threads, r.p.Clients)
 	if !r.prog.mux {
 		// A script that blocks its client (\sleep, \shell) has a
 		// thread per client (Worker.Multiplex declines).
@@ -435,15 +434,6 @@ func (r *scriptRun) follow() bool {
 		return false
 	}
 	return r.prog.selects && target.FollowsServer(r.ss)
-}
-
-// runThreads is the thread count for --threads n (0: one per core, at most
-// one per client).
-func runThreads(n, clients int) int {
-	if n == 0 {
-		n = min(runtime.NumCPU(), clients)
-	}
-	return n
 }
 
 func (r *scriptRun) Before(context.Context) error { return nil }

@@ -3,7 +3,6 @@ package tpcb
 import (
 	"context"
 	"fmt"
-	"runtime"
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
@@ -115,7 +114,7 @@ func (r *tpcbRun) Describe() string {
 	if r.p.Transactions > 0 {
 		length = fmt.Sprintf("%d transactions per client", r.p.Transactions)
 	}
-	threads := runThreads(r.p.Threads, r.p.Clients, r.p.Rate)
+	threads := target.DriverThreads(r.ss, r.p.Threads, r.p.Clients)
 	if threads == 0 || threads > r.p.Clients {
 		threads = r.p.Clients
 	}
@@ -129,7 +128,7 @@ func (r *tpcbRun) Params() any     { return r.p }
 // follow the server processes when asked (auto: select-only).
 func (r *tpcbRun) Exec() workload.Exec {
 	x := r.exec
-	x.Threads = runThreads(r.p.Threads, r.p.Clients, r.p.Rate)
+	x.Threads = target.DriverThreads(r.ss, r.p.Threads, r.p.Clients)
 	return workload.Exec{Exec: x, FollowServer: followServer(r.p.FollowServer, r.p.Script, target.FollowsServer(r.ss)), NewThread: r.ss.NewThread}
 }
 
@@ -240,13 +239,4 @@ func followServer(mode, script string, gains bool) bool {
 		return false
 	}
 	return script == ScriptSelectOnly && gains
-}
-
-// runThreads is the executor's thread count for --threads n (0: one per
-// core, at most one per client), in the closed and the open loop alike.
-func runThreads(n, clients int, rate float64) int {
-	if n == 0 {
-		n = min(runtime.NumCPU(), clients)
-	}
-	return n
 }
