@@ -73,7 +73,7 @@ func helpCommand(name string, h workload.Help) *cobra.Command {
 // connection is made yet) and checks the workload speaks its dialect.
 func (s *State) openTarget(ctx context.Context, w workload.Workload, cf *connFlags) (target.Target, error) {
 	t, err := target.Open(ctx, s.drivers(), target.Spec{DSN: cf.dsn, ServerDir: cf.serverDir, Database: cf.database,
-		RestartCommand: cf.restartCommand, Getenv: s.Getenv, Redactor: s.Redactor, Log: s.Stderr})
+		RestartCommand: cf.restartCommand, RestartTimeout: cf.restartTimeout, Getenv: s.Getenv, Redactor: s.Redactor, Log: s.Stderr})
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func TestRemoteTarget(t *testing.T) {
 	restart := ns.Exec(srv, filepath.Join(srv.Binaries().Dir, "pg_ctl"), "restart", "-D", srv.DataDir(), "-m", "fast", "-w", "-l", srv.LogPath())
 	js2 := tempPath(t, "restart.json")
 	r = h.must(0, append([]string{"run", "tpcb", "--duration", "1s", "--set", "shared_buffers=48MB", "--restart-command", restart, "--json", js2}, conn...)...)
-	if !strings.Contains(r.stderr, "restarting the server: ") {
+	if !strings.Contains(r.stderr, "restarting the server (at most 5m0s): ") {
 		t.Errorf("the restart is not said:\n%s", r.stderr)
 	}
 	if b, _ := os.ReadFile(js2); !strings.Contains(string(b), `"shared_buffers": "48MB"`) && !strings.Contains(string(b), `"shared_buffers":"48MB"`) {
@@ -94,6 +94,17 @@ func TestRemoteTarget(t *testing.T) {
 	}
 	if got := show("shared_buffers"); got != buffers {
 		t.Errorf("shared_buffers %s after the run, want %s restored", got, buffers)
+	}
+	// A restart command that hangs: given up at --restart-timeout, said
+	// so, and the settings left as they were.
+	t0 := time.Now()
+	r = h.run(append([]string{"run", "tpcb", "--duration", "1s", "--set", "shared_buffers=40MB", "--restart-command", "sleep 600", "--restart-timeout", "2s"}, conn...)...)
+	if r.code == 0 || time.Since(t0) > time.Minute || !strings.Contains(r.stderr, "the restart command did not return within 2s and was stopped (timed out): sleep 600") ||
+		!strings.Contains(r.stderr, "the command itself hung") {
+		t.Errorf("a hanging restart command (exit %d after %s):\n%s", r.code, time.Since(t0).Round(time.Second), r)
+	}
+	if got := show("shared_buffers"); got != buffers {
+		t.Errorf("shared_buffers %s after the hanging restart command, want %s as it was", got, buffers)
 	}
 
 	// tpcc: load, run (with its checks), check.
@@ -108,6 +119,7 @@ func TestRemoteTarget(t *testing.T) {
 target:
   dsn: %q
   restart_command: %q
+  restart_timeout: 2m
 workload:
   name: tpcb
   options: {scale: 1, duration: 1s, clients: 2}
@@ -116,7 +128,7 @@ matrix:
     shared_buffers: [32MB, 48MB]
 `, dsn, restart))
 	r = h.must(0, "experiment", "run", path, "--results", results)
-	if !strings.Contains(r.stderr, "restarting the server: ") {
+	if !strings.Contains(r.stderr, "restarting the server (at most 2m0s): ") {
 		t.Errorf("the experiment did not restart the server:\n%s", r.stderr)
 	}
 	if got := show("shared_buffers"); got != buffers {
@@ -132,7 +144,7 @@ matrix:
 	}
 	gone := testutil.NewNetNS(t)
 	exec.Command("sh", "-c", "ip -n "+gone.Name+" -o link | grep -o 'tbn[0-9]*' | xargs -r -I{} ip -n "+gone.Name+" link set {} down").Run()
-	t0 := time.Now()
+	t0 = time.Now()
 	r = h.must(3, "run", "tpcb", "--duration", "1s", "--results", results, "--dsn", fmt.Sprintf("host=%s port=5432 user=postgres dbname=x sslmode=disable connect_timeout=2", gone.Addr))
 	if !strings.Contains(r.stderr, gone.Addr) || !(strings.Contains(r.stderr, "no route to") || strings.Contains(r.stderr, "no answer from")) {
 		t.Errorf("an address nothing answers at (%v):\n%s", time.Since(t0), r)

@@ -117,7 +117,7 @@ const marker = "tunebench experiment"
 // the file's DSN target, and applies the base settings.
 func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 	spec := l.Spec
-	ts := target.Spec{DSN: spec.Target.DSN, RestartCommand: spec.Target.RestartCommand, Own: true, Redactor: l.Redactor, Log: l.Log,
+	ts := target.Spec{DSN: spec.Target.DSN, RestartCommand: spec.Target.RestartCommand, RestartTimeout: spec.Target.RestartTimeout, Own: true, Redactor: l.Redactor, Log: l.Log,
 		Avoid: []string{l.Plan.Database, l.Plan.Database + "_template"}}
 	for _, b := range spec.Target.Settings {
 		ts.Base = append(ts.Base, target.Setting{Name: b.Name, Value: b.Value})

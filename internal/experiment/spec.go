@@ -105,6 +105,9 @@ type TargetSpec struct {
 	// RestartCommand restarts the DSN's server (settings that need a
 	// restart); "" refuses such settings.
 	RestartCommand string
+	// RestartTimeout bounds the restart command and the server's return
+	// (0: the default, server.RestartTimeout).
+	RestartTimeout time.Duration
 	// Database is the benchmark database (recreated from its template
 	// between runs); the template is Database + "_template".
 	Database string

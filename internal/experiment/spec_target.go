@@ -19,8 +19,8 @@ func (s *Spec) parseTarget(f field, p *problems) {
 	if !ok {
 		return
 	}
-	keys := []string{"managed", "dsn", "restart_command", "database", "settings", "kernel", "host_metrics"}
-	var managedF, dsnF, restartF *field
+	keys := []string{"managed", "dsn", "restart_command", "restart_timeout", "database", "settings", "kernel", "host_metrics"}
+	var managedF, dsnF, restartF, timeoutF *field
 	for i := range fields {
 		tf := fields[i]
 		switch tf.key {
@@ -85,6 +85,16 @@ func (s *Spec) parseTarget(f field, p *problems) {
 				}
 				s.Target.RestartCommand = v
 			}
+		case "restart_timeout":
+			timeoutF = &fields[i]
+			if v, ok := scalar(tf.value, "target.restart_timeout", p); ok {
+				d, err := parseDuration(v)
+				if err != nil || d <= 0 {
+					p.add(tf.value, "target.restart_timeout is how long the restart command may take, a duration like 10m, not %q", v)
+				} else {
+					s.Target.RestartTimeout = d
+				}
+			}
 		case "database":
 			if v, ok := scalar(tf.value, "target.database", p); ok {
 				if !databaseRe.MatchString(v) {
@@ -106,6 +116,9 @@ func (s *Spec) parseTarget(f field, p *problems) {
 	}
 	if restartF != nil && dsnF == nil {
 		p.add(restartF.keyN, "target.restart_command is for a server given by target.dsn; tunebench restarts its managed server itself")
+	}
+	if timeoutF != nil && restartF == nil {
+		p.add(timeoutF.keyN, "target.restart_timeout bounds target.restart_command: give the command too, or drop the timeout")
 	}
 	switch {
 	case managedF != nil && dsnF != nil:

@@ -626,7 +626,7 @@ func TestStartServerHelper(t *testing.T) {
 // an error that names it; one that restarts it returns once the server is
 // back (issue 18).
 func TestCommandRestarter(t *testing.T) {
-	t.Parallel()
+	defer server.SetRestartWaitEvery(server.SetRestartWaitEvery(time.Second))
 	srv := testutil.StartServer(t)
 	ctx := context.Background()
 	r := &server.CommandRestarter{Command: "echo no such service >&2; exit 3", Connect: srv.Connect}
@@ -634,11 +634,22 @@ func TestCommandRestarter(t *testing.T) {
 		t.Errorf("failing command: %v", err)
 	}
 	// A command that hangs (and a child holding its output) ends at the
-	// timeout.
+	// timeout, which the error names with the command, and a fix for a
+	// command that hung; the wait is said while it lasts.
 	t0 := time.Now()
-	r = &server.CommandRestarter{Command: "sleep 30 & sleep 30", Connect: srv.Connect, Timeout: time.Second}
-	if err := r.Restart(ctx, "fast"); err == nil || time.Since(t0) > 10*time.Second {
+	var waited syncBuffer
+	r = &server.CommandRestarter{Command: "sleep 30 & sleep 30", Connect: srv.Connect, Timeout: 1500 * time.Millisecond, Log: &waited}
+	err := r.Restart(ctx, "fast")
+	if err == nil || time.Since(t0) > 10*time.Second {
 		t.Errorf("a hanging command: %v after %v", err, time.Since(t0))
+	}
+	if err == nil || !strings.Contains(err.Error(), "the restart command did not return within 1.5s and was stopped (timed out): sleep 30 & sleep 30") ||
+		!strings.Contains(errs.HintOf(err), "the command itself hung") || !strings.Contains(errs.HintOf(err), "--restart-timeout") ||
+		strings.Contains(err.Error(), "context deadline") {
+		t.Errorf("a hanging command's error: %v (fix: %s)", err, errs.HintOf(err))
+	}
+	if !strings.Contains(waited.String(), "restarting the server (at most 1.5s): sleep 30") || !strings.Contains(waited.String(), "the command has run 1s, given up at 1.5s") {
+		t.Errorf("the wait was not said: %q", waited.String())
 	}
 	r = &server.CommandRestarter{Command: "true", Connect: srv.Connect, Timeout: time.Second}
 	if err := r.Restart(ctx, "fast"); err == nil || !strings.Contains(err.Error(), "did not come back restarted") {
@@ -653,7 +664,7 @@ func TestCommandRestarter(t *testing.T) {
 	if err := r.Restart(ctx, "fast"); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
-	if !strings.Contains(said.String(), "restarting the server: ") {
+	if !strings.Contains(said.String(), "restarting the server (at most 5m0s): ") {
 		t.Errorf("not said: %q", said.String())
 	}
 }

@@ -26,7 +26,7 @@ type CommandRestarter struct {
 }
 
 // RestartTimeout is how long a restart command and the server's return
-// may take together by default.
+// may take together by default (target.DefaultRestartTimeout).
 const RestartTimeout = 5 * time.Minute
 
 // Restart runs the command (mode is the managed server's pg_ctl mode and
@@ -36,6 +36,7 @@ func (c *CommandRestarter) Restart(ctx context.Context, _ string) error {
 	if timeout == 0 {
 		timeout = RestartTimeout
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	before, err := c.startTime(ctx)
@@ -43,16 +44,29 @@ func (c *CommandRestarter) Restart(ctx context.Context, _ string) error {
 		return errs.Wrap(errs.KindConnect, err, "", "reading the server's start time before its restart")
 	}
 	if c.Log != nil {
-		fmt.Fprintf(c.Log, "restarting the server: %s\n", c.Command)
+		fmt.Fprintf(c.Log, "restarting the server (at most %s): %s\n", timeout, c.Command)
 	}
 	var out bytes.Buffer
 	// On timeout or interrupt the shell and what it started end.
 	cmd := proc.Shell(ctx, c.Command)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Run(); err != nil {
+	started := time.Now()
+	stop := c.showWait(started, timeout)
+	err = cmd.Run()
+	stop()
+	if err != nil {
+		took := time.Since(started).Round(100 * time.Millisecond)
+		switch {
+		case parent.Err() != nil:
+			return errs.Wrap(errs.KindInterrupted, parent.Err(), "", "interrupted while the restart command ran (%s): %s", took, c.Command)
+		case ctx.Err() != nil:
+			return errs.New(errs.KindEnvironment,
+				fmt.Sprintf("the command itself hung: run it by hand and see where it waits (a password or host-key prompt: use ssh -o BatchMode=yes and a key); if a restart really takes longer, raise --restart-timeout (target.restart_timeout in an experiment), now %s", timeout),
+				"the restart command did not return within %s and was stopped (timed out): %s%s", timeout, c.Command, outputLines(out.String()))
+		}
 		return errs.Wrap(errs.KindEnvironment, err, "run the command by hand to see what it needs; it must restart the server and return",
-			"the restart command failed: %s\n%s", c.Command, lastLines(out.String(), 10))
+			"the restart command failed after %s: %s%s", took, c.Command, outputLines(out.String()))
 	}
 	var last error
 	for {
@@ -72,6 +86,44 @@ func (c *CommandRestarter) Restart(ctx context.Context, _ string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// outputLines is the command's last lines of output on lines of their
+// own ("" for none).
+func outputLines(out string) string {
+	if l := strings.TrimSpace(lastLines(out, 10)); l != "" {
+		return "\n" + l
+	}
+	return ""
+}
+
+// restartWaitEvery is how often a restart command that has not returned
+// is said to be waited for.
+var restartWaitEvery = 10 * time.Second
+
+// showWait says, every restartWaitEvery until stop is called, how long
+// the command has run and when it will be given up.
+func (c *CommandRestarter) showWait(started time.Time, timeout time.Duration) (stop func()) {
+	if c.Log == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(restartWaitEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(c.Log, "restarting the server: the command has run %s, given up at %s: %s\n",
+					time.Since(started).Round(time.Second), timeout, c.Command)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // startTime reads pg_postmaster_start_time() on a new connection.

@@ -225,7 +225,13 @@ func apply(ctx context.Context, connect Connector, r Restarter, settings []Setti
 		}
 		closeConn()
 		if err := r.Restart(ctx, "fast"); err != nil {
-			return fail(errs.Wrap(errs.KindConnect, err, "check the server log", "restarting the server to apply %s", strings.Join(names, ", ")))
+			// The restarter's own kind and fix when it has one (a restart
+			// command that hung is not the server's fault).
+			kind, hint := errs.KindOf(err), errs.HintOf(err)
+			if hint == "" {
+				kind, hint = errs.KindConnect, "check the server log"
+			}
+			return fail(errs.Wrap(kind, err, hint, "restarting the server to apply %s", strings.Join(names, ", ")))
 		}
 	}
 

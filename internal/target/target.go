@@ -172,6 +172,11 @@ type Databases interface {
 	Copy(ctx context.Context, db, template string) error
 }
 
+// DefaultRestartTimeout is how long a restart command and the server's
+// return may take together unless the user says otherwise
+// (--restart-timeout, target.restart_timeout).
+const DefaultRestartTimeout = 5 * time.Minute
+
 // Spec says which target to open.
 type Spec struct {
 	// The command line: a connection string, a managed server's
@@ -181,6 +186,9 @@ type Spec struct {
 	// not manage, such as one on another machine), so that settings which
 	// need a restart can be applied and restored; "" refuses them.
 	RestartCommand string
+	// RestartTimeout bounds the restart command and the server's return
+	// (0: DefaultRestartTimeout).
+	RestartTimeout time.Duration
 	// Managed starts (or attaches to) a managed server (experiments); the
 	// target then owns it and Close stops a server it started.
 	Managed *Managed

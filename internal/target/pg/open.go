@@ -81,7 +81,7 @@ func open(ctx context.Context, s target.Spec) (*Target, error) {
 		t.conn = t.conn.WithDatabase(s.Database)
 	}
 	if s.RestartCommand != "" {
-		t.restarter = &server.CommandRestarter{Command: s.RestartCommand, Connect: conn.ConnectStd, Log: s.Log}
+		t.restarter = &server.CommandRestarter{Command: s.RestartCommand, Connect: conn.ConnectStd, Log: s.Log, Timeout: s.RestartTimeout}
 	}
 	for _, db := range s.Avoid {
 		if t.conn.Config.Database == db {
