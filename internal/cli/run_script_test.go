@@ -3,11 +3,13 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tunebench/tunebench/internal/testutil"
 )
@@ -162,5 +164,75 @@ func TestScriptOutputRedacted(t *testing.T) {
 	}
 	if p, s := strings.Index(r.stdout, "partial line"), strings.Index(r.stdout, "stored as run"); p < 0 || p > s {
 		t.Errorf("the unfinished line is missing or after the summary:\n%s", r)
+	}
+}
+
+// TestRunScriptLong: a script of more statements than a session keeps
+// prepared (2,500 SELECTs and a \gset) runs at once, each statement
+// prepared when it first runs, with the transactions' figures and no
+// per-statement table; a script whose one transaction outlasts the run
+// and the wait after it ends with status errors and exit 4, never ok.
+func TestRunScriptLong(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := testutil.CreateDB(t, srv)
+	results := tempPath(t, "results.db")
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("SELECT 42 AS answer \\gset\n")
+	for i := 0; i < 2500; i++ {
+		fmt.Fprintf(&b, "SELECT %d + :answer;\n", i)
+	}
+	b.WriteString("\\if :answer != 42\nSELECT 1/0;\n\\endif\n")
+	long := filepath.Join(dir, "long.sql")
+	if err := os.WriteFile(long, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath := tempPath(t, "long.json")
+	r := h.must(0, "run", "script", "--server-dir", srv.Dir(), "-d", db, "--results", results, "-f", long, "-c", "2", "-t", "2", "-P", "0", "--json", jsonPath)
+	if !strings.Contains(r.stdout, "not kept: the scripts have more than 1000 SQL commands (this one 2502)") {
+		t.Errorf("no word of the statements not kept:\n%s", r)
+	}
+	var s struct {
+		Status       string `json:"status"`
+		Transactions int64  `json:"transactions"`
+		Scripts      []struct {
+			Statements []json.RawMessage `json:"statements"`
+			NotKept    int               `json:"statements_not_kept"`
+		} `json:"scripts"`
+	}
+	readJSON(t, jsonPath, &s)
+	if s.Status != "ok" || s.Transactions != 4 || len(s.Scripts) != 1 || s.Scripts[0].NotKept != 2502 || len(s.Scripts[0].Statements) != 0 {
+		t.Errorf("summary: %+v", s)
+	}
+
+	// One transaction longer than the run and the wait for it after.
+	slow := filepath.Join(dir, "slow.sql")
+	if err := os.WriteFile(slow, []byte("SELECT pg_sleep(60);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r = h.must(4, "run", "script", "--server-dir", srv.Dir(), "-d", db, "--results", results, "-f", slow, "-c", "1", "-T", "1s", "-P", "0", "--json", jsonPath)
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the run took %s: its second and the 10 s wait after it", took)
+	}
+	if !strings.Contains(r.stderr, "status errors: no transaction ended in the 1.0 s measured: 1 still running") || !strings.Contains(r.stderr, "--duration longer") {
+		t.Errorf("the exit does not say why:\n%s", r)
+	}
+	readJSON(t, jsonPath, &s)
+	if s.Status != "errors" || s.Transactions != 0 {
+		t.Errorf("summary of a run without transactions: %+v", s)
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }

@@ -41,6 +41,13 @@ func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, af
 				secs, m.DurationS, 100*secs/m.DurationS, x.MaxOutagePct)
 		}
 	}
+	if m := sum.Measured; m != nil && !res.Interrupted && execErr == nil && m.DurationS > 0 && m.Transactions+m.Errors == 0 {
+		detail := fmt.Sprintf("no transaction ended in the %.1f s measured", m.DurationS)
+		if m.Unfinished > 0 {
+			detail += fmt.Sprintf(": %d still running when the wait for them after the window (at most %s) ended were cancelled", m.Unfinished, run.DefaultDrainTimeout)
+		}
+		add(results.ReasonNoTransactions, "%s", detail)
+	}
 	for _, n := range v.NotRun {
 		add(results.ReasonNotChecked, "%s", n)
 	}
@@ -79,6 +86,9 @@ func errorsExit(sum *results.Summary, id int64, w workload.Workload, t target.Ta
 		case results.ReasonOutage:
 			why = append(why, r.Detail)
 			hints = append(hints, "raise --max-outage-pct to accept outages")
+		case results.ReasonNoTransactions:
+			why = append(why, r.Detail)
+			hints = append(hints, "give the run a --duration longer than one transaction takes, or shorten the script")
 		case results.ReasonNotChecked:
 			why = append(why, r.Detail)
 			if _, ok := w.(workload.Checker); ok {

@@ -33,20 +33,28 @@ func TestDecideStatus(t *testing.T) {
 		afterErr error
 		execErr  error
 		want     want
+		// unfinished: transactions cancelled after the wait, and none
+		// ended (else 1,000 did).
+		unfinished int64
 	}{
-		{"ok", nil, 0, workload.Verdict{}, nil, nil, want{"ok", "", false}},
-		{"short outage", []results.Outage{{StartS: 3, EndS: 3.5}}, 5, workload.Verdict{}, nil, nil, want{"errors", "errors", false}},
-		{"long outage", []results.Outage{{StartS: 6, EndS: 19.8}}, 59, workload.Verdict{}, nil, nil, want{"errors", "outage,errors", true}},
-		{"cross-check not run", nil, 0, workload.Verdict{NotRun: []string{"the NOPM cross-check could not run"}}, nil, nil, want{"errors", "not_checked", true}},
-		{"after failed", nil, 0, workload.Verdict{}, errors.New("no connection"), nil, want{"errors", "not_checked", true}},
-		{"errors over", nil, 200, workload.Verdict{}, nil, nil, want{"errors", "errors_over_threshold", true}},
+		{"ok", nil, 0, workload.Verdict{}, nil, nil, want{"ok", "", false}, 0},
+		{"short outage", []results.Outage{{StartS: 3, EndS: 3.5}}, 5, workload.Verdict{}, nil, nil, want{"errors", "errors", false}, 0},
+		{"long outage", []results.Outage{{StartS: 6, EndS: 19.8}}, 59, workload.Verdict{}, nil, nil, want{"errors", "outage,errors", true}, 0},
+		{"cross-check not run", nil, 0, workload.Verdict{NotRun: []string{"the NOPM cross-check could not run"}}, nil, nil, want{"errors", "not_checked", true}, 0},
+		{"after failed", nil, 0, workload.Verdict{}, errors.New("no connection"), nil, want{"errors", "not_checked", true}, 0},
+		{"errors over", nil, 200, workload.Verdict{}, nil, nil, want{"errors", "errors_over_threshold", true}, 0},
 		{"failed beats outage", []results.Outage{{StartS: 0, EndS: 20}}, 0, workload.Verdict{Failures: []workload.Failure{{What: "consistency check"}}}, nil, nil,
-			want{"failed", "check_failed,outage", false}},
+			want{"failed", "check_failed,outage", false}, 0},
 		// A worker that stopped the run (a script error) leaves a failed
 		// run, with the error as its reason, not an ok one.
-		{"aborted", nil, 0, workload.Verdict{}, nil, errors.New("script s.sql: the script ended inside a transaction block"), want{"failed", "aborted", false}},
+		{"aborted", nil, 0, workload.Verdict{}, nil, errors.New("script s.sql: the script ended inside a transaction block"), want{"failed", "aborted", false}, 0},
+		// The measured window passed and no transaction ended: never ok.
+		{"no transactions", nil, 0, workload.Verdict{}, nil, nil, want{"errors", "no_transactions", true}, 1},
 	} {
-		sum := &results.Summary{Measured: &results.Measured{DurationS: 20, Outages: c.outages, Errors: c.errors, ErrorsPct: float64(c.errors) / 100}}
+		sum := &results.Summary{Measured: &results.Measured{DurationS: 20, Outages: c.outages, Errors: c.errors, ErrorsPct: float64(c.errors) / 100, Transactions: 1000}}
+		if c.unfinished > 0 {
+			sum.Transactions, sum.Unfinished = 0, c.unfinished
+		}
 		res := &run.Result{Errors: c.errors}
 		decideStatus(sum, res, &c.v, c.afterErr, c.execErr, x)
 		var codes []string

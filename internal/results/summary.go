@@ -129,10 +129,13 @@ const (
 	// ReasonShardWindow: a shard's measured window does not cover the
 	// shards' common window closely enough (status errors).
 	ReasonShardWindow = "shard_window"
+	// ReasonNoTransactions: the measured window passed without a
+	// transaction ending (status errors, exit 4): there are no figures.
+	ReasonNoTransactions = "no_transactions"
 )
 
 // DoubtCodes are the reason codes that put a run's figures in doubt.
-var DoubtCodes = []string{ReasonOutage, ReasonNotChecked, ReasonShardMissing, ReasonShardFailed, ReasonShardWindow}
+var DoubtCodes = []string{ReasonOutage, ReasonNotChecked, ReasonShardMissing, ReasonShardFailed, ReasonShardWindow, ReasonNoTransactions}
 
 // Doubts are the reasons of s that put its figures in doubt (DoubtCodes),
 // whatever its status; InDoubt is the rule that uses them.

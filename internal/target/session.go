@@ -36,7 +36,24 @@ type Stmt struct {
 	SQL string
 	// Params lists the slots that hold $1..$n.
 	Params []int
+	// Columns: the caller reads the statement's result columns
+	// (Session.Columns), so it is prepared when the session connects even
+	// when the session prepares the others at first use (MaxPrepared).
+	Columns bool
 }
+
+// MaxPrepared bounds the statements a session prepares when it connects
+// and keeps prepared. A session of more statements prepares each one when
+// it is first queued, in the round trip that runs it (as pgbench 15 and
+// later prepare a command when it first runs), and keeps at most
+// MaxPrepared of them prepared at a time: a script of a million
+// statements then starts at once, and what each session holds does not
+// grow with the script.
+const MaxPrepared = 1000
+
+// Lazy reports whether a session of spec prepares its statements at first
+// use (more than MaxPrepared of them).
+func (spec *SessionSpec) Lazy() bool { return len(spec.Stmts) > MaxPrepared }
 
 // SessionSpec describes a worker's session.
 type SessionSpec struct {
@@ -107,7 +124,7 @@ type Session interface {
 	// Row is the last row of the round trip's k-th statement, a value
 	// per column (nil: NULL), valid until the next round trip; with
 	// SessionSpec.Results only. Columns are statement i's result column
-	// names; Fields are those of the k-th statement of a SendQuery round
+	// names (of a lazy session, only those of a Stmt.Columns); Fields are those of the k-th statement of a SendQuery round
 	// trip (none for one without rows).
 	Row(k int) [][]byte
 	Columns(i int) []string

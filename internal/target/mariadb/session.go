@@ -95,12 +95,15 @@ type prepared struct {
 
 // worker is a worker's session: a target.Session.
 type worker struct {
-	cfg    *mysql.Config
-	spec   *target.SessionSpec
-	conn   driver.Conn // the driver's connection, for its Close
-	nc     net.Conn    // its socket
-	w      *wire
-	stmts  []prepared
+	cfg   *mysql.Config
+	spec  *target.SessionSpec
+	conn  driver.Conn // the driver's connection, for its Close
+	nc    net.Conn    // its socket
+	w     *wire
+	stmts []prepared
+	// lazy: the statements are prepared at first use (more than
+	// target.MaxPrepared of them; lazy.go); nil: all at connect.
+	lazy   *lazyStmts
 	thread netio.Thread
 	direct bool
 	shared bool // driven with others by one thread (Multiplex)
@@ -143,20 +146,17 @@ func newSession(ctx context.Context, cfg *mysql.Config, spec *target.SessionSpec
 			return nil, errs.New(errs.KindUsage, "run this workload on PostgreSQL", "slot %d is an integer array, which MariaDB has no type for", i)
 		}
 	}
-	s.stmts = make([]prepared, len(spec.Stmts))
-	for i, st := range spec.Stmts {
-		q, order, err := Placeholders(st.SQL)
-		if err != nil {
-			return nil, errs.Usage("write the statement's parameters as $1..$n", "statement %s: %v", st.Name, err)
-		}
-		p := prepared{sql: q, text: txControl(q)}
-		for _, n := range order {
-			if n > len(st.Params) {
-				return nil, errs.New(errs.KindInternal, "", "statement %s uses $%d, it has %d parameters", st.Name, n, len(st.Params))
+	if spec.Lazy() {
+		s.lazy = newLazy(spec)
+	} else {
+		s.stmts = make([]prepared, len(spec.Stmts))
+		for i := range spec.Stmts {
+			p, err := s.compile(i)
+			if err != nil {
+				return nil, err
 			}
-			p.slots = append(p.slots, st.Params[n-1])
+			s.stmts[i] = p
 		}
-		s.stmts[i] = p
 	}
 	if err := s.reconnect(ctx); err != nil {
 		return nil, err
@@ -201,17 +201,31 @@ func (s *worker) reconnect(ctx context.Context) error {
 		if p.text {
 			continue
 		}
-		if p.st, err = s.w.prepare(p.sql); err != nil {
+		if err := s.prepareOne(p, i); err != nil {
 			s.drop()
-			return fmt.Errorf("prepare %s: %w", s.spec.Stmts[i].Name, err)
+			return err
 		}
-		if p.st.nparams != len(p.slots) {
+	}
+	if s.lazy != nil {
+		if err := s.reconnectLazy(); err != nil {
 			s.drop()
-			return errs.New(errs.KindInternal, "", "statement %s: the server counts %d parameters, the statement has %d", s.spec.Stmts[i].Name, p.st.nparams, len(p.slots))
+			return err
 		}
 	}
 	s.direct = netio.IsDirect(nc)
 	s.inTx, s.nq, s.isQ, s.qlast, s.nres = false, 0, false, false, 0
+	return nil
+}
+
+// prepareOne prepares statement i (p) on the connection.
+func (s *worker) prepareOne(p *prepared, i int) error {
+	var err error
+	if p.st, err = s.w.prepare(p.sql); err != nil {
+		return fmt.Errorf("prepare %s: %w", s.spec.Stmts[i].Name, err)
+	}
+	if p.st.nparams != len(p.slots) {
+		return errs.New(errs.KindInternal, "", "statement %s: the server counts %d parameters, the statement has %d", s.spec.Stmts[i].Name, p.st.nparams, len(p.slots))
+	}
 	return nil
 }
 
@@ -317,7 +331,7 @@ func (s *worker) Queue(i int) {
 	}
 	s.queued[k] = i
 	s.nq++
-	p := &s.stmts[i]
+	p := s.stmtOf(i)
 	if cap(s.qargs[k]) < len(p.slots) {
 		s.qargs[k] = make([]any, len(p.slots))
 		s.qbufs[k] = make([][]byte, len(p.slots))
@@ -344,12 +358,21 @@ func (s *worker) Send() error {
 	if s.nq == 0 {
 		return nil
 	}
-	return s.sendStmt(0)
+	if err := s.sendStmt(0); err != nil {
+		// Nothing is in flight (a statement that could not be prepared,
+		// or a lost connection): the round trip is over.
+		s.nq = 0
+		return err
+	}
+	return nil
 }
 
 // sendStmt sends the k-th queued statement.
 func (s *worker) sendStmt(k int) error {
-	p := &s.stmts[s.queued[k]]
+	p, err := s.ready(s.queued[k])
+	if err != nil {
+		return s.failed(err)
+	}
 	if p.text {
 		s.w.begin(0x03)
 		s.w.wbuf = append(s.w.wbuf, p.sql...)
@@ -385,7 +408,7 @@ func (s *worker) Receive() error {
 				return s.failed(err)
 			}
 		}
-		p := &s.stmts[s.queued[k]]
+		p := s.stmtOf(s.queued[k])
 		var err error
 		if p.text {
 			err = s.w.result(nil, false, &s.res[k], false)
@@ -439,7 +462,13 @@ func (s *worker) Row(k int) [][]byte   { return s.res[k].row }
 // Columns are statement i's result columns (from its preparation).
 func (s *worker) Columns(i int) []string {
 	var out []string
-	for _, c := range s.stmts[i].st.cols {
+	var cols []column
+	if s.lazy == nil {
+		cols = s.stmts[i].st.cols
+	} else if p := s.lazy.pinned[i]; p != nil {
+		cols = p.st.cols
+	}
+	for _, c := range cols {
 		out = append(out, c.name)
 	}
 	return out

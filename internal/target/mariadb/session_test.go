@@ -3,9 +3,11 @@ package mariadb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -444,5 +446,99 @@ func TestDriverThreads(t *testing.T) {
 	}
 	if got := target.DriverThreads(&Target{srv: &Server{}, cfg: &mysql.Config{Addr: "192.0.2.10:3306"}}, 0, 64); got != local {
 		t.Errorf("managed: %d driver threads, want %d", got, local)
+	}
+}
+
+// TestLazySession: a session of more statements than target.MaxPrepared
+// prepares only the one whose columns are read at connect, prepares each
+// other one when it first runs, keeps at most MaxPrepared prepared on the
+// server (closing the one a place held), gives each statement its own
+// result whichever place it shares, and reports a statement that cannot
+// be prepared as that statement's error, the session going on.
+func TestLazySession(t *testing.T) {
+	t.Parallel()
+	tt, _ := sessionServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := target.MaxPrepared*2 + 5
+	spec := &target.SessionSpec{Slots: []target.ParamType{target.Int4}, Results: true}
+	for i := 0; i < n; i++ {
+		spec.Stmts = append(spec.Stmts, target.Stmt{Name: fmt.Sprintf("s%d", i), SQL: fmt.Sprintf("SELECT %d + $1 AS v%d", i, i), Params: []int{0}})
+	}
+	spec.Stmts[7].Columns = true
+	spec.Stmts[9].SQL = "SELECT v FROM no_such_table WHERE id = $1"
+	s, err := tt.NewSession(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out step.Outcome
+	if !s.Ready(ctx, &out) {
+		t.Fatal(out.Err)
+	}
+	prepared := func() int {
+		t.Helper()
+		if err := s.SendQuery([]byte("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Receive(); err != nil {
+			t.Fatal(err)
+		}
+		k, _ := strconv.Atoi(string(s.Row(0)[1]))
+		return k
+	}
+	if k := prepared(); k != 1 {
+		t.Errorf("%d statements prepared at connect, want 1 (the one whose columns are read)", k)
+	}
+	if cols := s.Columns(7); len(cols) != 1 || cols[0] != "v7" {
+		t.Errorf("columns of the pinned statement: %q", cols)
+	}
+	run := func(arg int, stmts ...int) error {
+		t.Helper()
+		s.SetInt(0, int64(arg))
+		for _, i := range stmts {
+			s.Queue(i)
+		}
+		if err := s.Send(); err != nil {
+			return err
+		}
+		if err := s.Receive(); err != nil {
+			return err
+		}
+		for k, i := range stmts {
+			if got := s.Int(k, 0); s.Rows(k) != 1 || int(got) != i+arg {
+				t.Errorf("statement %d: %d, want %d", i, got, i+arg)
+			}
+		}
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		if i == 9 {
+			continue
+		}
+		if err := run(1000, i); err != nil {
+			t.Fatalf("statement %d: %v", i, err)
+		}
+	}
+	if k := prepared(); k != target.MaxPrepared+1 {
+		t.Errorf("%d statements prepared after all ran once, want %d", k, target.MaxPrepared+1)
+	}
+	m := target.MaxPrepared
+	if err := run(5, 3, 3+m, 3+2*m, 3, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(0, 9); err == nil || !strings.Contains(err.Error(), "no_such_table") {
+		t.Fatalf("a statement that cannot be prepared: %v", err)
+	}
+	if s.InTx() {
+		if err := s.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := run(3, 12, 12+m, 4+m); err != nil {
+		t.Fatalf("after the failed statement: %v", err)
+	}
+	if k := prepared(); k > target.MaxPrepared+1 {
+		t.Errorf("%d statements prepared, more than %d", k, target.MaxPrepared+1)
 	}
 }

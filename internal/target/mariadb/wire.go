@@ -593,3 +593,11 @@ func (w *wire) result(st *serverStmt, binaryRows bool, r *reply, keepRow bool) e
 		}
 	}
 }
+
+// closeStmt sends COM_STMT_CLOSE (the server does not reply); a failed
+// write breaks the wire, and the next statement reports it.
+func (w *wire) closeStmt(id uint32) {
+	w.begin(0x19)
+	w.wbuf = binary.LittleEndian.AppendUint32(w.wbuf, id)
+	_ = w.send()
+}

@@ -87,6 +87,9 @@ type session struct {
 	qres    []pgdrv.Result
 	nres    int
 	fields  []string
+	// lazy: the statements are prepared at first use (more than
+	// target.MaxPrepared of them; lazy.go); nil: all at connect.
+	lazy *lazyStmts
 }
 
 // NewSession connects a worker's session on the target and prepares its
@@ -101,7 +104,6 @@ func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec
 		s.resultFmt = []int16{0}
 		s.replies.KeepRow = true
 	}
-	s.columns = make([][]string, len(spec.Stmts))
 	s.rollbackQ = pgproto3.Query{String: "ROLLBACK"}
 	s.slots = make([][]byte, len(spec.Slots))
 	s.bufs = make([][]byte, len(spec.Slots))
@@ -116,10 +118,29 @@ func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec
 		}
 		s.slots[i] = s.bufs[i]
 	}
+	s.users = make([][]int, len(spec.Slots))
+	if spec.Lazy() {
+		s.lazy = newLazy(spec)
+	} else {
+		s.eager()
+	}
+	if err := s.reconnect(ctx); err != nil {
+		return nil, err
+	}
+	if s.Direct {
+		// Workers are made one after the other with ids 0..n-1.
+		netio.EnsureProcs(spec.ID + 1)
+	}
+	return s, nil
+}
+
+// eager makes the messages of every statement, all prepared at connect.
+func (s *session) eager() {
+	spec := s.spec
+	s.columns = make([][]string, len(spec.Stmts))
 	s.args = make([][][]byte, len(spec.Stmts))
 	s.binds = make([]pgproto3.Bind, len(spec.Stmts))
 	s.fixed = make([]bool, len(spec.Stmts))
-	s.users = make([][]int, len(spec.Slots))
 	for i, st := range spec.Stmts {
 		fmts := make([]int16, len(st.Params))
 		s.fixed[i] = true
@@ -133,14 +154,6 @@ func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec
 		s.fill(i)
 		s.binds[i] = pgproto3.Bind{PreparedStatement: st.Name, ParameterFormatCodes: fmts, Parameters: s.args[i], ResultFormatCodes: s.resultFmt}
 	}
-	if err := s.reconnect(ctx); err != nil {
-		return nil, err
-	}
-	if s.Direct {
-		// Workers are made one after the other with ids 0..n-1.
-		netio.EnsureProcs(spec.ID + 1)
-	}
-	return s, nil
 }
 
 // NewThread is the discipline of a driver thread of direct connections.
@@ -165,7 +178,16 @@ func (s *session) reconnect(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
+	if s.lazy != nil {
+		if err := s.reconnectLazy(ctx, conn); err != nil {
+			_ = conn.Close(context.Background())
+			return err
+		}
+	}
 	for i, st := range s.spec.Stmts {
+		if s.lazy != nil {
+			break // reconnectLazy prepared what is prepared at connect
+		}
 		oids := make([]uint32, len(st.Params))
 		for j, p := range st.Params {
 			oids[j] = slotOID[s.spec.Slots[p]]
@@ -267,6 +289,10 @@ func (s *session) SetIntArray(slot int, vs []int32) {
 
 // Queue buffers statement i's Bind and Execute.
 func (s *session) Queue(i int) {
+	if s.lazy != nil {
+		s.queueLazy(i)
+		return
+	}
 	if !s.fixed[i] {
 		s.fill(i)
 	}
@@ -302,10 +328,16 @@ func (s *session) Receive() error {
 	n := min(s.queued, len(s.res))
 	s.queued = 0
 	s.nres = n
+	var err error
 	if !s.spec.Results {
-		return s.replies.UntilReady(s.Conn.PgConn())
+		err = s.replies.UntilReady(s.Conn.PgConn())
+	} else {
+		err = s.replies.Collect(s.Conn.PgConn(), s.res[:n])
 	}
-	return s.replies.Collect(s.Conn.PgConn(), s.res[:n])
+	if s.lazy != nil {
+		s.lazy.settle(err == nil)
+	}
+	return err
 }
 
 // result is the round trip's k-th result: of the query, or of the queued
@@ -326,7 +358,12 @@ func (s *session) Row(k int) [][]byte {
 	return s.row
 }
 
-func (s *session) Columns(i int) []string { return s.columns[i] }
+func (s *session) Columns(i int) []string {
+	if s.lazy != nil {
+		return s.lazy.columnsOf(i)
+	}
+	return s.columns[i]
+}
 
 func (s *session) Fields(k int) []string {
 	if !s.qlast {

@@ -2,6 +2,8 @@ package pg
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -173,5 +175,105 @@ func TestSendQuery(t *testing.T) {
 	}
 	if err := sess.Receive(); err != nil || sess.Results() != 1 || sess.Rows(0) != 1 || string(sess.Row(0)[0]) != "1" || sess.Fields(0) != nil {
 		t.Errorf("a prepared statement after the queries: %v, %d rows, %q", err, sess.Rows(0), sess.Row(0))
+	}
+}
+
+// TestLazySession: a session of more statements than target.MaxPrepared
+// connects without preparing them (the server has only the one whose
+// columns are read), prepares each in the round trip that first runs it,
+// keeps at most MaxPrepared prepared, gives every statement its own
+// result whichever place of the cache it shares (two in one pipelined
+// round trip included), and after a failed round trip parses the places
+// it touched again.
+func TestLazySession(t *testing.T) {
+	srv := testutil.StartServer(t)
+	ctx := context.Background()
+	n := target.MaxPrepared*2 + 5
+	spec := &target.SessionSpec{Slots: []target.ParamType{target.Unknown}, Results: true, TextResults: true}
+	for i := 0; i < n; i++ {
+		spec.Stmts = append(spec.Stmts, target.Stmt{Name: fmt.Sprintf("s%d", i), SQL: fmt.Sprintf("SELECT %d + $1::int AS v%d", i, i), Params: []int{0}})
+	}
+	spec.Stmts[7].Columns = true
+	spec.Stmts[9].SQL = "SELECT 9 / $1::int AS v9"
+	if !spec.Lazy() {
+		t.Fatal("not lazy")
+	}
+	sess, err := Sessions{Connect: func(ctx context.Context) (*pgx.Conn, error) { return srv.Connect(ctx) }}.NewSession(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	prepared := func() int {
+		t.Helper()
+		if err := sess.SendQuery([]byte("SELECT count(*) FROM pg_prepared_statements")); err != nil {
+			t.Fatal(err)
+		}
+		if err := sess.Receive(); err != nil {
+			t.Fatal(err)
+		}
+		k, _ := strconv.Atoi(string(sess.Row(0)[0]))
+		return k
+	}
+	if k := prepared(); k != 1 {
+		t.Errorf("%d statements prepared at connect, want 1 (the one whose columns are read)", k)
+	}
+	if cols := sess.Columns(7); len(cols) != 1 || cols[0] != "v7" {
+		t.Errorf("columns of the pinned statement: %q", cols)
+	}
+	run := func(arg int, stmts ...int) error {
+		t.Helper()
+		sess.SetText(0, []byte(strconv.Itoa(arg)))
+		for _, i := range stmts {
+			sess.Queue(i)
+		}
+		if err := sess.Send(); err != nil {
+			t.Fatal(err)
+		}
+		err := sess.Receive()
+		if err != nil {
+			return err
+		}
+		for k, i := range stmts {
+			if got, want := string(sess.Row(k)[0]), strconv.Itoa(i+arg); sess.Rows(k) != 1 || got != want {
+				t.Errorf("statement %d: %q, want %s", i, got, want)
+			}
+		}
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		if i == 9 {
+			continue
+		}
+		if err := run(1000, i); err != nil {
+			t.Fatalf("statement %d: %v", i, err)
+		}
+	}
+	if k := prepared(); k != target.MaxPrepared+1 {
+		t.Errorf("%d statements prepared after all ran once, want %d", k, target.MaxPrepared+1)
+	}
+	// Statements 3, 3+MaxPrepared and 3+2*MaxPrepared share a place.
+	m := target.MaxPrepared
+	if err := run(5, 3, 3+m, 3+2*m, 3, 7); err != nil {
+		t.Fatal(err)
+	}
+	// A failed round trip: the division by zero comes before statement
+	// 12's Close and Parse (its place holds 12+m), which the server then
+	// skips; 12 must be parsed again, not taken for parsed.
+	if err := run(0, 9, 12); err == nil || !strings.Contains(err.Error(), "division by zero") {
+		t.Fatalf("9 / 0: %v", err)
+	}
+	if err := run(3, 12, 12+m, 4+m); err != nil {
+		t.Fatalf("after the failed round trip: %v", err)
+	}
+	sess.SetText(0, []byte("3"))
+	sess.Queue(9)
+	if err := sess.Send(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Receive(); err != nil || string(sess.Row(0)[0]) != "3" {
+		t.Errorf("9 / 3 after its failure: %v %q", err, sess.Row(0))
+	}
+	if k := prepared(); k > target.MaxPrepared+1 {
+		t.Errorf("%d statements prepared, more than %d", k, target.MaxPrepared+1)
 	}
 }

@@ -107,6 +107,9 @@ type program struct {
 	mux bool
 	// results: some command stores its results (\gset, \aset).
 	results bool
+	// perStmt: the workers keep each SQL command's results (at most
+	// maxStmtResults commands).
+	perStmt bool
 	defines []Define
 	builtin [4]int // slots of scale, client_id, random_seed, default_seed
 	// Per run.
@@ -167,15 +170,17 @@ func loadProgram(files []FileSpec, defines []Define, allowShell bool) (*program,
 	for _, d := range defines {
 		p.scope.Slot(d.Name)
 	}
+	commands := 0
 	for _, f := range files {
 		b, err := os.ReadFile(f.Path)
 		if err != nil {
 			return nil, errs.Usage("give the path of a pgbench script file (the built-in scripts are in examples/scripts/ of tunebench's source)", "script file %s: %v", f.Path, err)
 		}
-		s, err := Parse(f.Path, string(b), p.scope, ParseOptions{AllowShell: allowShell})
+		s, err := Parse(f.Path, string(b), p.scope, ParseOptions{AllowShell: allowShell, MaxCommands: maxScriptCommands, Before: commands})
 		if err != nil {
 			return nil, usageOf(err)
 		}
+		commands += len(s.Commands)
 		s.Weight = f.Weight
 		p.total += f.Weight
 		sum := sha256.Sum256(b)
@@ -266,15 +271,23 @@ func (p *program) compile() error {
 				}
 				sql := strings.TrimSuffix(strings.TrimSpace(c.SQL), ";")
 				p.prep = append(p.prep, len(p.stmts))
-				p.stmts = append(p.stmts, target.Stmt{Name: "tbs_" + strconv.Itoa(len(p.stmts)), SQL: sql, Params: c.Params})
+				p.stmts = append(p.stmts, target.Stmt{Name: "tbs_" + strconv.Itoa(len(p.stmts)), SQL: sql, Params: c.Params, Columns: c.Store != StoreNone})
 				p.kinds = append(p.kinds, []stmtKind{kindOf(sql)})
 				p.selects = p.selects && selectRe.MatchString(sql)
 			}
 		}
 		p.stmt = append(p.stmt, ix)
 	}
+	p.perStmt = len(p.info) <= maxStmtResults
 	return nil
 }
+
+// maxStmtResults bounds the SQL commands whose results the workers keep
+// each (a latency histogram per command and client): scripts of more
+// commands are generated files, whose per-command figures nobody reads
+// and whose histograms would take memory in proportion to the file times
+// the clients; their runs keep the transactions' figures only.
+const maxStmtResults = 1000
 
 // kindOf is what the statement sql does.
 func kindOf(sql string) stmtKind {

@@ -29,6 +29,9 @@ type ScriptResult struct {
 	Errors       int64           `json:"errors"`
 	LatencyMs    results.Latency `json:"latency_ms"`
 	Statements   []StmtResult    `json:"statements"`
+	// StatementsNotKept: the script's SQL commands, when the scripts have
+	// too many for per-command results (Statements is then empty).
+	StatementsNotKept int `json:"statements_not_kept,omitempty"`
 }
 
 // StmtResult is one SQL command of a script: the round trips it was in
@@ -65,6 +68,11 @@ func (Workload) Show(s *results.Summary) []results.Block {
 	for _, t := range stmtTables(x) {
 		out = append(out, results.Line(t.Name+":"), results.TableBlock(&t))
 	}
+	for _, sr := range x.Scripts {
+		if n := notKept(sr); n != "" {
+			out = append(out, results.Line(n))
+		}
+	}
 	return out
 }
 
@@ -81,10 +89,23 @@ func scriptTable(x *Summary) results.Table {
 	return t
 }
 
+// notKept says why a script has no per-statement results ("" when it
+// has them).
+func notKept(s ScriptResult) string {
+	if s.StatementsNotKept == 0 {
+		return ""
+	}
+	return fmt.Sprintf("statements of %s: not kept: the scripts have more than %d SQL commands (this one %d), so only the transactions' figures are",
+		s.Name, maxStmtResults, s.StatementsNotKept)
+}
+
 // stmtTables has a table per script, a row per statement.
 func stmtTables(x *Summary) []results.Table {
 	var out []results.Table
 	for _, s := range x.Scripts {
+		if s.StatementsNotKept > 0 {
+			continue // notKept
+		}
 		t := results.Table{Name: "statements of " + s.Name, Left: 2, Columns: []string{"line", "command", "count", "avg ms", "p50", "p95", "p99", "max", "errors"}}
 		for _, st := range s.Statements {
 			l := st.LatencyMs
@@ -139,6 +160,11 @@ func (Workload) Section(runs []*results.Run) (*results.Section, error) {
 		st.Name = "Scripts"
 		rv.Tables = append(rv.Tables, st)
 		rv.Tables = append(rv.Tables, stmtTables(x)...)
+		for _, sr := range x.Scripts {
+			if n := notKept(sr); n != "" {
+				rv.Note = strings.TrimSpace(rv.Note + " " + n + ".")
+			}
+		}
 		v.Runs = append(v.Runs, rv)
 	}
 	if len(v.Runs) == 0 {

@@ -77,7 +77,10 @@ type timedStmt struct {
 
 // newWorker makes client id's worker and connects its session.
 func newWorker(ctx context.Context, ss target.Sessions, p *program, id int) (*Worker, error) {
-	w := &Worker{p: p, id: id, vars: NewVars(p.scope), stats: make([]stmtStats, len(p.info))}
+	w := &Worker{p: p, id: id, vars: NewVars(p.scope)}
+	if p.perStmt {
+		w.stats = make([]stmtStats, len(p.info))
+	}
 	w.env = Env{Vars: w.vars, Rand: p.clients[id], Debug: p.stderr}
 	w.choose.Seed(p.seed ^ (uint64(id)+1)*0x9e3779b97f4a7c15)
 	for _, d := range p.defines {
@@ -168,7 +171,7 @@ func (w *Worker) Continue(ctx context.Context) (step.Outcome, bool, error) {
 
 // ended adds the step's statements to the results if the run measures.
 func (w *Worker) ended() {
-	if !w.p.measuring.Load() {
+	if !w.p.measuring.Load() || !w.p.perStmt {
 		return
 	}
 	for _, t := range w.timed {
@@ -226,7 +229,9 @@ func (w *Worker) received(ctx context.Context) (step.Outcome, bool, error) {
 	for k, ci := range w.flight {
 		c := &cmds[ci]
 		si := w.p.stmt[w.cur][ci]
-		w.timed = append(w.timed, timedStmt{si: si, d: d})
+		if w.p.perStmt {
+			w.timed = append(w.timed, timedStmt{si: si, d: d})
+		}
 		if c.Store != StoreNone {
 			var err error
 			if c.Compound {
@@ -517,7 +522,7 @@ func (w *Worker) fail(ctx context.Context, err error) (step.Outcome, bool, error
 	inTx := w.sess.InTx()
 	lost := w.sess.Lost(ctx, err, w.inCommit(inTx), &w.out)
 	_, code := w.sess.Classify(err, false, w.out.Attempts)
-	if len(w.flight) > 0 {
+	if len(w.flight) > 0 && w.p.perStmt {
 		// The error is the round trip's: it counts for its first
 		// statement (in a pipeline the session does not say which).
 		w.failed = append(w.failed, timedStmt{si: w.p.stmt[w.cur][w.flight[0]], code: code})

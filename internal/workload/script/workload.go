@@ -479,6 +479,10 @@ func (r *scriptRun) After(_ context.Context, res *run.Result, sum *results.Summa
 			if info.Script != i {
 				continue
 			}
+			if !p.perStmt {
+				sr.StatementsNotKept++
+				continue
+			}
 			st := StmtResult{Line: info.Line, Command: info.Text}
 			sh := metrics.NewHist()
 			for _, w := range r.workers {
