@@ -281,6 +281,7 @@ func (p *scriptParser) sql() error {
 			b.WriteByte(c)
 			i++
 		case c == '\'' || c == '"':
+			openLine, openCol := p.line, col(s, i)
 			j := i + 1
 			for j < len(s) {
 				if s[j] == c {
@@ -296,7 +297,12 @@ func (p *scriptParser) sql() error {
 				j++
 			}
 			if j >= len(s) {
-				return p.errf(p.line, 0, "close the quote", "unterminated quoted string")
+				what := "quoted string"
+				if c == '"' {
+					what = "quoted identifier"
+				}
+				return p.errf(openLine, openCol, fmt.Sprintf("close the quote (%c) that opens here: everything after it up to the end of the file was read as part of it", c),
+					"unterminated %s", what)
 			}
 			b.WriteString(s[i : j+1])
 			i = j + 1
@@ -304,7 +310,7 @@ func (p *scriptParser) sql() error {
 			tag := dollarTag(s[i:])
 			end := strings.Index(s[i+len(tag):], tag)
 			if end < 0 {
-				return p.errf(p.line, 0, "close it with "+tag, "unterminated dollar-quoted string")
+				return p.errf(p.line, col(s, i), "close it with "+tag+": everything after it up to the end of the file was read as part of it", "unterminated dollar-quoted string")
 			}
 			lit := s[i : i+len(tag)+end+len(tag)]
 			p.line += strings.Count(lit, "\n")
@@ -315,6 +321,7 @@ func (p *scriptParser) sql() error {
 				i++
 			}
 		case strings.HasPrefix(s[i:], "/*"):
+			openLine, openCol := p.line, col(s, i)
 			depth, j := 1, i+2
 			for j < len(s) && depth > 0 {
 				switch {
@@ -332,7 +339,7 @@ func (p *scriptParser) sql() error {
 				}
 			}
 			if depth > 0 {
-				return p.errf(p.line, 0, "close it with */", "unterminated comment")
+				return p.errf(openLine, openCol, "close it with */: everything after it up to the end of the file was read as part of it", "unterminated comment")
 			}
 			b.WriteByte(' ')
 			i = j
@@ -390,6 +397,9 @@ func (p *scriptParser) sql() error {
 	p.pos = i
 	return nil
 }
+
+// col is the 1-based column of byte i of s in its line.
+func col(s string, i int) int { return i - strings.LastIndexByte(s[:i], '\n') }
 
 // dollarTag returns the $tag$ opening a dollar-quoted string at the start
 // of s, or "".

@@ -204,9 +204,13 @@ func TestParseErrors(t *testing.T) {
 		{"\\startpipeline\nSELECT 1;", 1, 0, "without \\endpipeline"},
 		{"\\endpipeline", 1, 0, "outside a pipeline"},
 		{"\\startpipeline\n\\sleep 1\n\\endpipeline", 2, 0, "inside a pipeline"},
-		{"SELECT 'abc;\n", 2, 0, "unterminated quoted string"},
-		{"SELECT $x$ abc", 1, 0, "unterminated dollar-quoted"},
-		{"SELECT /* abc", 1, 0, "unterminated comment"},
+		// An unterminated quote is placed where it opens, not at the end
+		// of the file it swallowed.
+		{"SELECT 'abc;\n", 1, 8, "unterminated quoted string"},
+		{"SELECT 1;\nSELECT 'it''s;\nSELECT 2;\nSELECT 3;\n", 2, 8, "unterminated quoted string"},
+		{"SELECT 1;\n  SELECT \"x;\nSELECT 2;\n", 2, 10, "unterminated quoted identifier"},
+		{"SELECT $x$ abc", 1, 8, "unterminated dollar-quoted"},
+		{"SELECT 1;\nSELECT /* abc\n\nSELECT 2;", 2, 8, "unterminated comment"},
 		{"\\gset", 1, 0, "without a SQL statement"},
 		{"SELECT 1 \\gset a b", 1, 0, "one optional prefix"},
 		{"-- only a comment\n", 1, 0, "no command"},
