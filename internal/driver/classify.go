@@ -38,9 +38,16 @@ func SQLState(err error) string {
 
 // IsConnError reports whether err means the connection is gone or could not
 // be made: SQLSTATE class 08, 57P01..57P03, network errors, EOF, a closed
-// connection.
+// connection. An error the server reported with severity ERROR leaves the
+// session as it was, whatever its code: a protocol violation (08P01) that
+// a statement's text causes, such as a NUL byte, is the statement's error,
+// not a lost connection (nor an outage).
 func IsConnError(err error) bool {
 	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Severity == "ERROR" {
 		return false
 	}
 	if code := SQLState(err); code != "" {

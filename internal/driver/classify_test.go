@@ -30,6 +30,11 @@ func TestClassify(t *testing.T) {
 		{"admin shutdown in commit", pg("57P01"), true, 1, step.ClassAmbiguousCommit, "57P01"},
 		{"cannot connect now", pg("57P03"), false, 1, step.ClassConnError, "57P03"},
 		{"connection failure", pg("08006"), false, 1, step.ClassConnError, "08006"},
+		{"connection failure, fatal", &pgconn.PgError{Code: "08006", Severity: "FATAL"}, false, 1, step.ClassConnError, "08006"},
+		// A protocol violation the server reports as an ERROR (a NUL byte
+		// in a statement) leaves the session alive: the statement failed.
+		{"protocol violation, error", fmt.Errorf("prepare: %w", &pgconn.PgError{Code: "08P01", Severity: "ERROR"}), false, 1, step.ClassFailedError, "08P01"},
+		{"protocol violation, fatal", &pgconn.PgError{Code: "08P01", Severity: "FATAL"}, false, 1, step.ClassConnError, "08P01"},
 		{"eof", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), false, 1, step.ClassConnError, ""},
 		{"eof in commit", io.EOF, true, 1, step.ClassAmbiguousCommit, ""},
 		{"client error", errors.New("boom"), false, 1, step.ClassFailedError, "client"},
