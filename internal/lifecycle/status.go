@@ -85,7 +85,7 @@ func errorsExit(sum *results.Summary, id int64, w workload.Workload, t target.Ta
 		switch r.Code {
 		case results.ReasonOutage:
 			why = append(why, r.Detail)
-			hints = append(hints, "raise --max-outage-pct to accept outages")
+			hints = append(hints, outageHint(sum))
 		case results.ReasonNoTransactions:
 			why = append(why, r.Detail)
 			hints = append(hints, "give the run a --duration longer than one transaction takes, or shorten the script")
@@ -111,6 +111,19 @@ func errorsExit(sum *results.Summary, id int64, w workload.Workload, t target.Ta
 	}
 	hints = slices.Compact(hints)
 	return errs.New(errs.KindRunErrors, strings.Join(hints, "; "), "run %d ended with status %s: %s", id, sum.Status, strings.Join(why, "; "))
+}
+
+// outageHint is the fix for a run with too long outages: first the
+// server (down at the end of the run, or why it went away), the threshold
+// only for outages the user expects.
+func outageHint(sum *results.Summary) string {
+	const raise = "raise --max-outage-pct only to accept outages you expect (a restart, a failover)"
+	if m := sum.Measured; m != nil && len(m.Outages) > 0 {
+		if last := m.Outages[len(m.Outages)-1]; last.EndS >= m.DurationS-0.5 {
+			return "check the server first: it was still unreachable when the run ended (its log; `tunebench server status --dir D` for a managed one); " + raise
+		}
+	}
+	return "check the server's log for why it was unreachable; " + raise
 }
 
 // failureText is a failed check in one line.

@@ -82,6 +82,16 @@ func TestDecideStatus(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "unreachable for 14.0 s of the 20.0 s measured") || !strings.Contains(errs.HintOf(err), "--max-outage-pct") {
 		t.Errorf("exit error %v (hint %q): want the outage and the option", err, errs.HintOf(err))
 	}
+	// Down until the end: the server comes first in the fix, the
+	// threshold after; an outage in the middle: why it went away.
+	if h := errs.HintOf(err); !strings.HasPrefix(h, "check the server first: it was still unreachable when the run ended") {
+		t.Errorf("fix for a server down at the end: %q", h)
+	}
+	sum = &results.Summary{Measured: &results.Measured{DurationS: 20, Transactions: 100, Outages: []results.Outage{{StartS: 6, EndS: 12}}}}
+	decideStatus(sum, &run.Result{}, &workload.Verdict{}, nil, nil, x)
+	if h := errs.HintOf(errorsExit(sum, 7, nil, nil, nil)); !strings.HasPrefix(h, "check the server's log for why it was unreachable; raise --max-outage-pct only") {
+		t.Errorf("fix for an outage in the middle: %q", h)
+	}
 }
 
 // A run whose errors are mostly disk full names the filesystem and its free

@@ -42,7 +42,9 @@ func TestRetriesAndReasonsInSummary(t *testing.T) {
 	if d := back.Doubts(); len(d) != 1 || d[0].Code != ReasonOutage {
 		t.Errorf("doubts %+v, want the outage only", d)
 	}
-	if l := StatusLines(back); len(l) != 2 || l[0].Text != "status errors: the server was unreachable" {
+	// Errors within the threshold are no reason for the status: said as
+	// errors.
+	if l := StatusLines(back); len(l) != 2 || l[0].Text != "status errors: the server was unreachable" || l[1].Text != "errors: 2 transactions ended in errors" {
 		t.Errorf("status lines %+v", l)
 	}
 }

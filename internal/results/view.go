@@ -98,10 +98,16 @@ func Human(v float64) string {
 }
 
 // StatusLines say why a run's status is not ok, one line per reason
-// ("status errors: outages covered ..."); none for an ok run.
+// ("status errors: outages covered ..."); none for an ok run. Errors
+// within --max-errors-pct are said as what they are, not as the status's
+// reason.
 func StatusLines(s *Summary) []Block {
 	var out []Block
 	for _, r := range s.StatusReasons {
+		if r.Code == ReasonErrors {
+			out = append(out, Line("errors: "+r.Detail))
+			continue
+		}
 		out = append(out, Line(fmt.Sprintf("status %s: %s", s.Status, r.Detail)))
 	}
 	return out

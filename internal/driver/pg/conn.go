@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"syscall"
@@ -31,6 +32,39 @@ type Target struct {
 	// blocking system calls (for comparisons).
 	NetpollIO bool
 	red       *redact.Redactor
+	// StartupWait bounds how long a connection (not a worker's: ConnectNoWait) waits for a server that
+	// refuses it because it is starting up, in crash recovery or shutting
+	// down (SQLSTATE 57P03), 0: not at all; Log, when set, is told while
+	// it waits.
+	StartupWait time.Duration
+	Log         io.Writer
+}
+
+// DefaultStartupWait is how long commands wait for a server that is
+// starting up or recovering (57P03) before they give up.
+const DefaultStartupWait = 2 * time.Minute
+
+// startupPoll is how often a server that is starting up is tried again,
+// and startupSay how often the wait is said.
+var (
+	startupPoll = 250 * time.Millisecond
+	startupSay  = 5 * time.Second
+)
+
+// parseErrorText is a connection string's parse error with the string
+// masked by red. pgconn masks it itself, but a quoted password at the end
+// of a key=value string (password='a b') comes out as password=xxxxx and
+// then its plain-value pattern takes the closing backquote and colon too:
+// the error is rebuilt around a placeholder instead.
+func parseErrorText(err error, red *redact.Redactor) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return red.String(err.Error())
+	}
+	const mark = "\x00connstring\x00"
+	masked := *pe
+	masked.ConnString = mark
+	return strings.Replace(red.String(masked.Error()), mark, red.String(pe.ConnString), 1)
 }
 
 // ParseTarget builds the connection configuration. dsnFlag is the --dsn value
@@ -50,7 +84,7 @@ func ParseTarget(dsnFlag, envDSN string, red *redact.Redactor) (*Target, error) 
 	if err != nil {
 		// pgx's parse errors may echo the connection string: redact.
 		return nil, errs.Usage("check the connection string syntax: key=value pairs (host=... port=... dbname=...) or a postgres:// URL",
-			"invalid connection string: %s", red.String(err.Error()))
+			"invalid connection string: %s", parseErrorText(err, red))
 	}
 	red.AddSecret(cfg.Password)
 	if cfg.RuntimeParams == nil {
@@ -109,7 +143,7 @@ func (t *Target) Copy() *pgx.ConnConfig { return t.Config.Copy() }
 func (t *Target) WithDatabase(db string) *Target {
 	c := t.Config.Copy()
 	c.Database = db
-	return &Target{Config: c, NetpollIO: t.NetpollIO, red: t.red}
+	return &Target{Config: c, NetpollIO: t.NetpollIO, red: t.red, StartupWait: t.StartupWait, Log: t.Log}
 }
 
 // Connect opens one connection for load generation; failures become
@@ -122,16 +156,23 @@ func (t *Target) WithDatabase(db string) *Target {
 // Close from another goroutine); the price is one OS thread per connection
 // blocked in a read, which is what a benchmark client wants anyway.
 func (t *Target) Connect(ctx context.Context) (*pgx.Conn, error) {
-	return t.connect(ctx, !t.NetpollIO)
+	return t.connect(ctx, !t.NetpollIO, t.StartupWait)
+}
+
+// ConnectNoWait is Connect without the wait for a server that is starting
+// up: a worker's session connects this way, and while the server recovers
+// during a run its failed attempts are what the run's outage is made of.
+func (t *Target) ConnectNoWait(ctx context.Context) (*pgx.Conn, error) {
+	return t.connect(ctx, !t.NetpollIO, 0)
 }
 
 // ConnectStd opens one connection with Go's standard network I/O, for
 // connections that are not on the measured path.
 func (t *Target) ConnectStd(ctx context.Context) (*pgx.Conn, error) {
-	return t.connect(ctx, false)
+	return t.connect(ctx, false, t.StartupWait)
 }
 
-func (t *Target) connect(ctx context.Context, direct bool) (*pgx.Conn, error) {
+func (t *Target) connect(ctx context.Context, direct bool, startupWait time.Duration) (*pgx.Conn, error) {
 	cfg := t.Config.Copy()
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
@@ -151,11 +192,62 @@ func (t *Target) connect(ctx context.Context, direct bool) (*pgx.Conn, error) {
 		}
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil && startingUp(err) && startupWait > 0 {
+		conn, err = t.waitStartup(ctx, cfg, err, startupWait)
+	}
 	if err != nil {
 		return nil, t.ConnectError(err)
 	}
 	return conn, nil
 }
+
+// startingUp reports whether the server refused a connection because it
+// is starting up, in crash recovery or shutting down.
+func startingUp(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57P03"
+}
+
+// waitStartup tries again while the server says it is starting up, for
+// StartupWait at most, saying so every startupSay; the error is the last
+// attempt's.
+func (t *Target) waitStartup(ctx context.Context, cfg *pgx.ConnConfig, err error, limit time.Duration) (*pgx.Conn, error) {
+	start := time.Now()
+	said := time.Time{}
+	for startingUp(err) && time.Since(start) < limit {
+		if t.Log != nil && time.Since(said) >= startupSay {
+			var pe *pgconn.PgError
+			errors.As(err, &pe)
+			fmt.Fprintf(t.Log, "waiting for the server at %s: %s (%s so far, at most %s)\n",
+				t.Describe(), pe.Message, time.Since(start).Round(time.Second), limit)
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(startupPoll):
+		}
+		var conn *pgx.Conn
+		if conn, err = pgx.ConnectConfig(ctx, cfg.Copy()); err == nil {
+			return conn, nil
+		}
+	}
+	if startingUp(err) {
+		return nil, &startupError{err: err, waited: time.Since(start).Round(time.Second)}
+	}
+	return nil, err
+}
+
+// startupError is a server still starting up after the wait.
+type startupError struct {
+	err    error
+	waited time.Duration
+}
+
+func (e *startupError) Error() string {
+	return fmt.Sprintf("still not accepting connections after %s: %v", e.waited, e.err)
+}
+func (e *startupError) Unwrap() error { return e.err }
 
 // ConnectError classifies a connection failure.
 func (t *Target) ConnectError(err error) error {
@@ -180,10 +272,16 @@ func (t *Target) ConnectError(err error) error {
 			hint = "the server refused this client: its pg_hba.conf may have no line for this client's address, user and database (add one and reload), take only TLS (add sslmode=require to --dsn), or the role may not log in"
 		case pe.Code == "3D000":
 			hint = "the database does not exist: create it (createdb) or pick another with dbname= / PGDATABASE"
+		case pe.Code == "57P03":
+			hint = "the server is starting up, recovering from a crash or shutting down: its log says which and how far it is; run again once it accepts connections (tunebench waits " + t.StartupWait.String() + " for it), and if it stays so, look in the log for what stops it (a full disk: free space on its data directory's filesystem)"
 		case pe.Code == "42704" || pe.Code == "22023":
 			hint = "the connection string sets a parameter the server does not accept (" + t.red.String(pe.Message) +
 				"): remove it from --dsn / $TUNEBENCH_DSN, or check its spelling (libpq's keywords: host, port, dbname, user, sslmode, ...)"
 		}
+	}
+	var se *startupError
+	if errors.As(err, &se) {
+		msg = fmt.Sprintf("still not accepting connections after %s: %s", se.waited, msg)
 	}
 	var ne net.Error
 	switch {

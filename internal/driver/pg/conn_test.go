@@ -86,3 +86,24 @@ func TestConnectErrorKeepsCauseForClassification(t *testing.T) {
 		t.Fatalf("error chain exposes *pgconn.ConnectError (with its Config): %v", err)
 	}
 }
+
+// TestParseErrorMasked: a connection string that does not parse is shown
+// masked, whole, in its backquotes, wherever its password is and however
+// it is quoted.
+func TestParseErrorMasked(t *testing.T) {
+	for _, dsn := range []string{
+		"host=localhost port=abc password='Sentinel XYZ'",
+		"host=localhost port=abc password=Sentinel-XYZ",
+		"password='Sentinel XYZ' host=localhost port=abc",
+		"postgres://u:Sentinel-XYZ@localhost:abc/db",
+	} {
+		_, err := ParseTarget("", dsn, redact.New())
+		if err == nil {
+			t.Fatalf("%s parsed", dsn)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "Sentinel") || !strings.Contains(msg, "cannot parse `") || strings.Count(msg, "`") != 2 || !strings.Contains(msg, "`: ") {
+			t.Errorf("%s: %s", dsn, msg)
+		}
+	}
+}

@@ -4,18 +4,24 @@ package pg
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/tunebench/tunebench/internal/driver"
+	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/netio"
 	"github.com/tunebench/tunebench/internal/redact"
 	"github.com/tunebench/tunebench/internal/server"
@@ -284,3 +290,93 @@ func waitFor(t *testing.T, cond func() bool, msg func() string) {
 
 // TestIncomingCPU: over loopback TCP the CPU that received the peer's last
 // write is the CPU the peer wrote from; it is -1 for other connections.
+
+// startingProxy listens on loopback and answers the first refuse
+// connections as a server starting up does (FATAL 57P03), then forwards
+// the others to srv.
+func startingProxy(t *testing.T, srv *server.Server, refuse int) (port int, tried func() int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if int(n.Add(1)) <= refuse {
+				go func() {
+					defer c.Close()
+					var hdr [4]byte
+					if _, err := io.ReadFull(c, hdr[:]); err != nil {
+						return
+					}
+					if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(hdr[:]))-4); err != nil {
+						return
+					}
+					msg, _ := (&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P03", Message: "the database system is starting up"}).Encode(nil)
+					_, _ = c.Write(msg)
+				}()
+				continue
+			}
+			go func() {
+				defer c.Close()
+				s, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", srv.Port()))
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				go func() { _, _ = io.Copy(s, c); s.Close() }()
+				_, _ = io.Copy(c, s)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, func() int { return int(n.Load()) }
+}
+
+// TestWaitForStartingServer: a server that refuses connections while it
+// starts up (57P03) is waited for, and the wait is said; one that stays so
+// beyond the wait gives an error that says so and what to do; a worker's
+// session does not wait (its failed attempts make the run's outage).
+func TestWaitForStartingServer(t *testing.T) {
+	defer func(p, s time.Duration) { startupPoll, startupSay = p, s }(startupPoll, startupSay)
+	startupPoll, startupSay = 50*time.Millisecond, 200*time.Millisecond
+	srv := testutil.StartServer(t)
+	ctx := context.Background()
+	at := func(port int, wait time.Duration, log io.Writer) *Target {
+		tg, err := ParseTarget(strings.Replace(srv.DSN(), fmt.Sprintf("port=%d", srv.Port()), fmt.Sprintf("port=%d", port), 1), "", redact.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg.StartupWait, tg.Log = wait, log
+		return tg
+	}
+
+	port, tried := startingProxy(t, srv, 10)
+	var said strings.Builder
+	conn, err := at(port, 30*time.Second, &said).ConnectStd(ctx)
+	if err != nil {
+		t.Fatalf("a server that starts up: %v", err)
+	}
+	conn.Close(ctx)
+	if tried() != 11 || !strings.Contains(said.String(), "waiting for the server at postgres@127.0.0.1:") || !strings.Contains(said.String(), "the database system is starting up (0s so far, at most 30s)") {
+		t.Errorf("%d attempts; said %q", tried(), said.String())
+	}
+
+	port, _ = startingProxy(t, srv, 1000)
+	_, err = at(port, 500*time.Millisecond, nil).Connect(ctx)
+	if errs.KindOf(err) != errs.KindConnect || !strings.Contains(err.Error(), "still not accepting connections after") ||
+		!strings.Contains(errs.HintOf(err), "starting up, recovering from a crash") || !driver.IsConnError(err) {
+		t.Errorf("a server that stays starting up: %v (fix: %s)", err, errs.HintOf(err))
+	}
+
+	port, tried = startingProxy(t, srv, 1000)
+	t0 := time.Now()
+	if _, err := at(port, 30*time.Second, nil).ConnectNoWait(ctx); err == nil || tried() != 1 || time.Since(t0) > 5*time.Second {
+		t.Errorf("a worker's connection waited: %v, %d attempts in %s", err, tried(), time.Since(t0))
+	}
+}

@@ -76,6 +76,7 @@ func open(ctx context.Context, s target.Spec) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	conn.StartupWait, conn.Log = pgdrv.DefaultStartupWait, s.Log
 	t.conn = conn
 	if s.Database != "" {
 		t.conn = t.conn.WithDatabase(s.Database)
@@ -171,6 +172,7 @@ func openManaged(ctx context.Context, s target.Spec) (*Target, error) {
 		t.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	conn.StartupWait, conn.Log = pgdrv.DefaultStartupWait, s.Log
 	t.conn = conn
 	if s.Database != "" {
 		t.conn = t.conn.WithDatabase(s.Database)

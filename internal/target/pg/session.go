@@ -95,7 +95,7 @@ type session struct {
 // NewSession connects a worker's session on the target and prepares its
 // statements, so set-up failures surface here.
 func (t *Target) NewSession(ctx context.Context, spec *target.SessionSpec) (target.Session, error) {
-	return newSession(ctx, t.conn.Connect, spec)
+	return newSession(ctx, t.conn.ConnectNoWait, spec)
 }
 
 func newSession(ctx context.Context, connect Connector, spec *target.SessionSpec) (*session, error) {
