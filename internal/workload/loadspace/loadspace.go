@@ -246,10 +246,12 @@ func fullError(err error, sp driver.Space, what, next string) error {
 }
 
 // connLost reports whether err is a connection the server ended while the
-// load was using it (not one it refused): what a load sees of a PANIC.
+// load was using it (not one it refused: a server that is down now is
+// reported as such, whatever the disk): what a load sees of a PANIC.
 func connLost(err error) bool {
 	var ce *pgconn.ConnectError
-	if !driver.IsConnError(err) || errors.As(err, &ce) {
+	var cf interface{ ConnectFailure() bool }
+	if !driver.IsConnError(err) || errors.As(err, &ce) || errors.As(err, &cf) && cf.ConnectFailure() {
 		return false
 	}
 	switch driver.SQLState(err) {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	pgdrv "github.com/tunebench/tunebench/internal/driver/pg"
+	"github.com/tunebench/tunebench/internal/redact"
+
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tunebench/tunebench/internal/driver"
@@ -83,11 +86,24 @@ func TestFullError(t *testing.T) {
 	if !errors.As(refused, &ce) {
 		t.Fatalf("a connection to port 1: %v, want a connect error", refused)
 	}
+	// What the loaders get: tunebench's own connect error, whose chain
+	// keeps the cause but not pgconn's ConnectError (its Config holds the
+	// password). A server down after a full disk is down, not a full disk
+	// now (exit 3, not 6).
+	tg, err := pgdrv.ParseTarget("host=127.0.0.1 port=1 connect_timeout=2 sslmode=disable", "", redact.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ours := tg.ConnectStd(t.Context())
+	if errs.KindOf(ours) != errs.KindConnect {
+		t.Fatalf("a connection to port 1: %v", ours)
+	}
 	for _, c := range []struct {
 		name string
 		err  error
 		sp   driver.Space
 	}{
+		{"cannot connect, tunebench's error", fmt.Errorf("load: %w", ours), known},
 		{"lost connection with room left", lost, roomy},
 		{"lost connection, space unknown", lost, unknown},
 		{"another error", errors.New("boom"), known},
