@@ -155,7 +155,17 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags,
 		printPlan(s, plan, todo, !spec.SeedSet && !resume, note)
 		if !plan.WorkloadSpec().Runnable {
 			s.printf("\nnote: %s runs are not available in experiments in this build yet; the file is valid\n", plan.Workload)
+			return nil
 		}
+		// Every check the run makes before it starts that touches
+		// nothing: the layouts' devices and tools, --allow-destroy, the
+		// envelopes' cgroups, the kernel keys, the shards.
+		lab := &experiment.Lab{Registry: s.Registry, Drivers: s.drivers(), Spec: spec, Plan: plan, AllowDestroy: allowDestroy,
+			Getenv: s.Getenv, LookupEnv: s.LookupEnv, Redactor: s.Redactor, KernelJournal: kernel.JournalPath(s.Getenv)}
+		if err := lab.Preflight(ctx, plan); err != nil {
+			return err
+		}
+		s.printf("\nthis machine passes the checks a run makes before it starts (nothing was touched)\n")
 		return nil
 	}
 

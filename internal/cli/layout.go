@@ -41,6 +41,15 @@ func checkLayouts(ctx context.Context, s *State, path string, dryRun bool, workD
 		return err
 	}
 	var problems []error
+	seen := map[string]bool{}
+	// A problem counts once: the dry run's plan meets the ones the
+	// machine check found.
+	problem := func(err error) {
+		if !seen[err.Error()] {
+			seen[err.Error()] = true
+			problems = append(problems, err)
+		}
+	}
 	for _, name := range f.Names() {
 		l := f.Layouts[name]
 		s.printf("%s: %s\n", name, l.Describe())
@@ -49,7 +58,7 @@ func checkLayouts(ctx context.Context, s *State, path string, dryRun bool, workD
 		}
 		for _, c := range layout.MachineCheck(l) {
 			if c.Err != nil {
-				problems = append(problems, c.Err)
+				problem(c.Err)
 				s.printf("  %s: %s (fix: %s)\n", c.What, c.Err, errs.HintOf(c.Err))
 			} else {
 				s.printf("  %s\n", c.What)
@@ -61,7 +70,7 @@ func checkLayouts(ctx context.Context, s *State, path string, dryRun bool, workD
 				s.printf("  $ %s\n", c)
 			}
 			if err != nil {
-				problems = append(problems, err)
+				problem(err)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,4 +50,40 @@ func TestStorageLayoutCheck(t *testing.T) {
 		t.Errorf("a character device:\n%s", r)
 	}
 	h.must(0, "fsblog", "layout", "check", good) // every directory workload has it
+}
+
+// TestDryRunRefusesWhatTheRunRefuses: devices a run refuses (here two
+// regular files) make `experiment run --dry-run` fail as the run would,
+// with every problem and nothing touched, and `storage layout check
+// --dry-run` counts each problem once.
+func TestDryRunRefusesWhatTheRunRefuses(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.img"), filepath.Join(dir, "b.img")
+	for _, f := range []string{a, b} {
+		if err := os.WriteFile(f, []byte("keep me"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	layouts := fmt.Sprintf("layouts:\n  one: {devices: [%s], filesystem: ext4}\n  two: {devices: [%s], filesystem: ext4}\n", a, b)
+	path := writeExperiment(t, "name: dry\ntarget: {managed: {}}\nworkload:\n  name: tpcb\n  options: {scale: 1, duration: 1s}\n"+layouts+"matrix:\n  storage: [one, two]\n")
+	r := h.must(2, "experiment", "run", path, "--dry-run", "--allow-destroy")
+	if !strings.Contains(r.stdout, "storage=one") || !strings.Contains(r.stderr, "cannot run experiment dry as planned (nothing was started)") ||
+		!strings.Contains(r.stderr, a+" is not a block device") || !strings.Contains(r.stderr, b+" is not a block device") {
+		t.Errorf("the dry run of refused devices:\n%s", r)
+	}
+	for _, f := range []string{a, b} {
+		if got, _ := os.ReadFile(f); string(got) != "keep me" {
+			t.Errorf("%s was touched: %q", f, got)
+		}
+	}
+	file := filepath.Join(dir, "layouts.yaml")
+	if err := os.WriteFile(file, []byte(layouts), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = h.must(2, "storage", "layout", "check", file, "--dry-run")
+	if !strings.Contains(r.stderr, "2 problem(s) in "+file) {
+		t.Errorf("layout check counts:\n%s", r)
+	}
 }
