@@ -106,7 +106,7 @@ func (f *connFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.serverDir, "server-dir", "", "use the managed server in this directory (see tunebench server start)")
 	fs.StringVarP(&f.database, "database", "d", "", "database name (overrides the one in --dsn / PGDATABASE)")
 	fs.StringVar(&f.restartCommand, "restart-command", "", "shell command that restarts the --dsn server (e.g. 'ssh db1 sudo systemctl restart postgresql'), for --set values that need a restart")
-	fs.DurationVar(&f.restartTimeout, "restart-timeout", target.DefaultRestartTimeout, "how long the --restart-command and the server's return may take together before the restart is given up (the settings are then left as they were)")
+	fs.DurationVar(&f.restartTimeout, "restart-timeout", 0, "how long the --restart-command and the server's return may take together before the restart is given up and the settings changed so far are restored (default "+target.DefaultRestartTimeout.String()+")")
 }
 
 // runFlags are the flags every run command has besides the workload's

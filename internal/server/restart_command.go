@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -58,8 +59,11 @@ func (c *CommandRestarter) Restart(ctx context.Context, _ string) error {
 	if err != nil {
 		took := time.Since(started).Round(100 * time.Millisecond)
 		switch {
-		case parent.Err() != nil:
+		case errors.Is(parent.Err(), context.Canceled):
 			return errs.Wrap(errs.KindInterrupted, parent.Err(), "", "interrupted while the restart command ran (%s): %s", took, c.Command)
+		case parent.Err() != nil:
+			return errs.New(errs.KindEnvironment, "run the command by hand to see how long it takes; the restore of the settings waits "+RestoreBudget(c).String()+" for it",
+				"gave up the restart command after %s (the time for the whole restore ran out): %s%s", took, c.Command, outputLines(out.String()))
 		case ctx.Err() != nil:
 			return errs.New(errs.KindEnvironment,
 				fmt.Sprintf("the command itself hung: run it by hand and see where it waits (a password or host-key prompt: use ssh -o BatchMode=yes and a key); if a restart really takes longer, raise --restart-timeout (target.restart_timeout in an experiment), now %s", timeout),
@@ -86,6 +90,21 @@ func (c *CommandRestarter) Restart(ctx context.Context, _ string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// RestoreBudget is how long a restore of settings may take that restarts
+// the server with r: its restart's own limit and a minute for the rest,
+// at least 2 minutes.
+func RestoreBudget(r Restarter) time.Duration {
+	budget := 2 * time.Minute
+	if c, ok := r.(*CommandRestarter); ok {
+		t := c.Timeout
+		if t == 0 {
+			t = RestartTimeout
+		}
+		budget = max(budget, t+time.Minute)
+	}
+	return budget
 }
 
 // outputLines is the command's last lines of output on lines of their

@@ -151,7 +151,7 @@ func apply(ctx context.Context, connect Connector, r Restarter, settings []Setti
 		if len(done) == 0 {
 			return nil, cause
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RestoreBudget(r))
 		defer cancel()
 		if rerr := Restore(rctx, connect, r, done); rerr != nil {
 			return done, errors.Join(cause, errs.Wrap(errs.KindConnect, rerr,
@@ -225,13 +225,7 @@ func apply(ctx context.Context, connect Connector, r Restarter, settings []Setti
 		}
 		closeConn()
 		if err := r.Restart(ctx, "fast"); err != nil {
-			// The restarter's own kind and fix when it has one (a restart
-			// command that hung is not the server's fault).
-			kind, hint := errs.KindOf(err), errs.HintOf(err)
-			if hint == "" {
-				kind, hint = errs.KindConnect, "check the server log"
-			}
-			return fail(errs.Wrap(kind, err, hint, "restarting the server to apply %s", strings.Join(names, ", ")))
+			return fail(restartError(err, "restarting the server to apply %s", strings.Join(names, ", ")))
 		}
 	}
 
@@ -344,7 +338,7 @@ func restore(ctx context.Context, connect Connector, r Restarter, applied []Appl
 		_ = conn.Close(ctx)
 		conn = nil
 		if err := r.Restart(ctx, "fast"); err != nil {
-			return errors.Join(append(problems, errs.Wrap(errs.KindConnect, err, "check the server log", "restarting to restore %s", strings.Join(pending, ", ")))...)
+			return errors.Join(append(problems, restartError(err, "restarting to restore %s", strings.Join(pending, ", ")))...)
 		}
 		if conn, err = connect(ctx); err != nil {
 			return errors.Join(append(problems, err)...)
@@ -357,4 +351,18 @@ func restore(ctx context.Context, connect Connector, r Restarter, applied []Appl
 		}
 	}
 	return errors.Join(problems...)
+}
+
+// restartError is a failed restart: the restarter's own kind and fix when
+// it has them (a restart command that hung, an interrupt), else a
+// connection error whose fix is the server's log.
+func restartError(err error, format string, a ...any) error {
+	kind, hint := errs.KindOf(err), errs.HintOf(err)
+	if kind == errs.KindInternal {
+		kind = errs.KindConnect
+	}
+	if hint == "" && kind == errs.KindConnect {
+		hint = "check the server log"
+	}
+	return errs.Wrap(kind, err, hint, format, a...)
 }

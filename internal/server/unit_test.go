@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -468,5 +469,26 @@ func TestCheckMemoryWording(t *testing.T) {
 	}
 	if err := checkMemory(all, []Setting{{Name: "shared_buffers", Value: "1GB"}}, 4<<30); err != nil {
 		t.Errorf("1GB on 4 GiB refused: %v", err)
+	}
+}
+
+// TestRestartError: a failed restart keeps the restarter's kind and fix
+// (an interrupt stays an interrupt, a hung command keeps its fix); only
+// an unclassified failure becomes a connection error pointing at the
+// server's log.
+func TestRestartError(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		kind errs.Kind
+		hint string
+	}{
+		{errs.Wrap(errs.KindInterrupted, context.Canceled, "", "interrupted while the restart command ran"), errs.KindInterrupted, ""},
+		{errs.New(errs.KindEnvironment, "the command itself hung", "timed out"), errs.KindEnvironment, "the command itself hung"},
+		{errors.New("pg_ctl: server did not start"), errs.KindConnect, "check the server log"},
+	} {
+		err := restartError(c.err, "restarting to restore %s", "shared_buffers")
+		if errs.KindOf(err) != c.kind || errs.HintOf(err) != c.hint || !strings.Contains(err.Error(), "restarting to restore shared_buffers") {
+			t.Errorf("%v: kind %v fix %q (%v)", c.err, errs.KindOf(err), errs.HintOf(err), err)
+		}
 	}
 }

@@ -28,6 +28,12 @@ func (Driver) Open(ctx context.Context, s target.Spec) (target.Target, error) {
 // Check parses a connection string given on the command line or in an
 // experiment file: syntax, no password; and a restart command's.
 func (Driver) Check(s target.Spec) error {
+	switch {
+	case s.RestartTimeout < 0:
+		return errs.Usage("give --restart-timeout a positive duration, e.g. 10m", "--restart-timeout %s is negative", s.RestartTimeout)
+	case s.RestartTimeout > 0 && s.RestartCommand == "":
+		return errs.Usage("give --restart-command too, or drop --restart-timeout", "--restart-timeout bounds --restart-command, and there is none")
+	}
 	if s.RestartCommand != "" {
 		if s.Managed != nil || s.ServerDir != "" {
 			return errs.Usage("drop the restart command: tunebench restarts its managed server itself",

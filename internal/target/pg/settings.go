@@ -96,7 +96,12 @@ func (c *change) Restore(ctx context.Context) error {
 	if c.t.srv != nil {
 		return c.t.srv.Release(ctx, c.applied)
 	}
-	return server.Restore(ctx, c.t.conn.Connect, c.t.restart(), c.applied)
+	// Whatever deadline the caller gave, the restore may take what a
+	// restart with the user's command is allowed.
+	r := c.t.restart()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), server.RestoreBudget(r))
+	defer cancel()
+	return server.Restore(rctx, c.t.conn.Connect, r, c.applied)
 }
 
 // mergeFirst adds done to old, keeping the first previous value of a
