@@ -129,6 +129,8 @@ func (t *Target) ErrorsHint(byCode map[string]int64) string {
 		return "most errors are a full disk or table (" + code + "): free space on the filesystem of the server's data directory, then run again"
 	case "1041", "1037", "1038":
 		return "most errors are the server out of memory (" + code + "): run fewer clients, or give the server more memory"
+	case "1461":
+		return "most errors are the server's limit of prepared statements (max_prepared_stmt_count, 1461): each client keeps up to 1,000 of a long script's statements prepared; run fewer clients, or raise it (--set max_prepared_stmt_count=N, at most 1048576)"
 	case "2013", "2006", "2003":
 		return "most errors are lost connections (" + code + "): see the server's error log (a crash, a restart, wait_timeout)"
 	case "":

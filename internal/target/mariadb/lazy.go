@@ -6,18 +6,19 @@ import (
 )
 
 // A session of more than target.MaxPrepared statements prepares them at
-// first use, as PostgreSQL's does (target/pg/lazy.go): statement i has
-// place i mod MaxPrepared in a cache of prepared statements. MariaDB
-// gives a statement its id in the reply to COM_STMT_PREPARE, so a
-// statement that is not the one its place holds is prepared in a round
-// trip of its own before it is executed (pgbench prepares a command that
-// way when it first runs), and the place's previous statement is closed
-// first (COM_STMT_CLOSE has no reply). Statements whose result columns
-// are read (Stmt.Columns) are prepared at connect, as all are in a
-// smaller session.
+// first use, as PostgreSQL's does (target/pg/lazy.go): the first
+// MaxPrepared statements are kept once prepared, the others are prepared
+// each time they run and closed before the next one is (COM_STMT_CLOSE
+// has no reply), so the server holds at most MaxPrepared + 1 of a
+// session's statements. MariaDB gives a statement its id in the reply to
+// COM_STMT_PREPARE, so a statement is prepared in a round trip of its own
+// before it is executed (pgbench prepares a command that way when it
+// first runs). Statements whose result columns are read (Stmt.Columns)
+// are prepared at connect, as all are in a smaller session.
 type lazyStmts struct {
-	cache  []lazyStmt
-	pinned map[int]*prepared
+	named   []lazyStmt
+	scratch lazyStmt // the one being run of the others
+	pinned  map[int]*prepared
 }
 
 type lazyStmt struct {
@@ -28,9 +29,9 @@ type lazyStmt struct {
 }
 
 func newLazy(spec *target.SessionSpec) *lazyStmts {
-	l := &lazyStmts{cache: make([]lazyStmt, target.MaxPrepared), pinned: map[int]*prepared{}}
-	for k := range l.cache {
-		l.cache[k].stmt = -1
+	l := &lazyStmts{named: make([]lazyStmt, target.MaxPrepared), pinned: map[int]*prepared{}, scratch: lazyStmt{stmt: -1}}
+	for k := range l.named {
+		l.named[k].stmt = -1
 	}
 	return l
 }
@@ -47,9 +48,13 @@ func (s *worker) stmtOf(i int) *prepared {
 	return &s.place(i).p
 }
 
-// place makes statement i's place hold it, closing the statement it held.
+// place is statement i's place, made to hold it: its own among the first
+// MaxPrepared, else the scratch one, whose previous statement is closed.
 func (s *worker) place(i int) *lazyStmt {
-	e := &s.lazy.cache[i%len(s.lazy.cache)]
+	e := &s.lazy.scratch
+	if i < len(s.lazy.named) {
+		e = &s.lazy.named[i]
+	}
 	if e.stmt == i {
 		return e
 	}
@@ -85,9 +90,10 @@ func (s *worker) ready(i int) (*prepared, error) {
 // reconnectLazy is a new connection's start: nothing in the cache
 // prepared, the pinned statements prepared.
 func (s *worker) reconnectLazy() error {
-	for k := range s.lazy.cache {
-		s.lazy.cache[k].ok = false
+	for k := range s.lazy.named {
+		s.lazy.named[k].ok = false
 	}
+	s.lazy.scratch.ok = false
 	for i, st := range s.spec.Stmts {
 		if !st.Columns {
 			continue

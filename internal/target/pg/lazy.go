@@ -12,23 +12,24 @@ import (
 )
 
 // A session of more than target.MaxPrepared statements prepares them at
-// first use: each statement has a place in a direct-mapped cache of
-// MaxPrepared prepared statements (statement i in place i mod
-// MaxPrepared, each place a statement name of its own). Queueing a
-// statement that is not the one its place holds sends, in the same round
-// trip and before its Bind, a Close of the place's statement and a Parse
-// of the new one: no extra round trip, and the replies (CloseComplete,
-// ParseComplete) are ones Replies already passes over. A round trip that
-// fails may have skipped its Close and Parse (the server ignores what
-// follows an error up to Sync), so the places it parsed are unknown
-// afterwards and are closed before their next Parse (closing a statement
-// that does not exist is not an error). Statements whose result columns
-// are read (Stmt.Columns) are prepared at connect and keep their own
-// names, as every statement of a smaller session does.
+// first use, in the round trip that first runs each one (a Parse before
+// its Bind: no extra round trip, and ParseComplete is a reply Replies
+// already passes over). The first MaxPrepared statements keep a name of
+// their own once prepared; the others go through the unnamed statement,
+// parsed again each time they run, as pgbench's extended mode sends every
+// statement: the server keeps at most MaxPrepared of a session's
+// statements, and a script run in order prepares its first ones once
+// rather than missing every one. A round trip that fails may have skipped
+// its Parses (the server ignores what follows an error up to Sync), so a
+// named statement it parsed is unknown afterwards, and is closed before
+// it is parsed again (closing a statement that does not exist is not an
+// error). Statements whose result columns are read (Stmt.Columns) are
+// prepared at connect, as every statement of a smaller session is.
 type lazyStmts struct {
-	cache   []lazyStmt
-	pinned  map[int]*lazyStmt
-	pending []*lazyStmt // places parsed in the round trip in flight
+	named   []lazyStmt        // statement i < MaxPrepared
+	unnamed lazyStmt          // the one being sent of the others
+	pinned  map[int]*lazyStmt // Stmt.Columns ones
+	pending []*lazyStmt       // named ones parsed in the round trip in flight
 }
 
 // lazyStmt is one place: the statement it holds and its messages.
@@ -51,9 +52,9 @@ const (
 )
 
 func newLazy(spec *target.SessionSpec) *lazyStmts {
-	l := &lazyStmts{cache: make([]lazyStmt, target.MaxPrepared), pinned: map[int]*lazyStmt{}}
-	for k := range l.cache {
-		l.cache[k] = lazyStmt{stmt: -1, name: "tbc_" + strconv.Itoa(k)}
+	l := &lazyStmts{named: make([]lazyStmt, target.MaxPrepared), pinned: map[int]*lazyStmt{}, unnamed: lazyStmt{stmt: -1}}
+	for k := range l.named {
+		l.named[k] = lazyStmt{stmt: -1, name: "tbc_" + strconv.Itoa(k)}
 	}
 	for i, st := range spec.Stmts {
 		if st.Columns {
@@ -86,8 +87,8 @@ func (s *session) set(e *lazyStmt, i int) {
 // takes the connection over afterwards).
 func (s *session) reconnectLazy(ctx context.Context, conn *pgx.Conn) error {
 	l := s.lazy
-	for k := range l.cache {
-		l.cache[k].stmt, l.cache[k].state = -1, lazyNone
+	for k := range l.named {
+		l.named[k].stmt, l.named[k].state = -1, lazyNone
 	}
 	l.pending = l.pending[:0]
 	for i, e := range l.pinned {
@@ -109,10 +110,12 @@ func (s *session) reconnectLazy(ctx context.Context, conn *pgx.Conn) error {
 func (s *session) queueLazy(i int) {
 	l := s.lazy
 	e := l.pinned[i]
-	if e == nil {
-		e = &l.cache[i%len(l.cache)]
-		if e.stmt != i || (e.state != lazyParsed && e.state != lazyPending) {
-			if e.state != lazyNone {
+	switch {
+	case e != nil:
+	case i < len(l.named):
+		e = &l.named[i]
+		if e.state != lazyParsed && e.state != lazyPending {
+			if e.state == lazyUnknown {
 				s.fe.SendClose(&pgproto3.Close{ObjectType: 'S', Name: e.name})
 			}
 			s.set(e, i)
@@ -120,6 +123,14 @@ func (s *session) queueLazy(i int) {
 			e.state = lazyPending
 			l.pending = append(l.pending, e)
 		}
+	default:
+		// The unnamed statement: parsed each time (its Bind follows at
+		// once, so a later Parse of another does not disturb it).
+		e = &l.unnamed
+		if e.stmt != i {
+			s.set(e, i)
+		}
+		s.fe.SendParse(&e.parse)
 	}
 	for j, p := range s.spec.Stmts[i].Params {
 		e.args[j] = s.slots[p]

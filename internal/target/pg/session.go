@@ -304,7 +304,12 @@ func (s *session) Queue(i int) {
 // Send ends the round trip with a Sync and writes it.
 func (s *session) Send() error {
 	s.fe.SendSync(&s.sync)
-	return s.fe.Flush()
+	err := s.fe.Flush()
+	if err != nil && s.lazy != nil {
+		// Nothing of the round trip may have reached the server.
+		s.lazy.settle(false)
+	}
+	return err
 }
 
 // SendQuery sends sql as a simple Query message, a round trip of its own.

@@ -415,6 +415,20 @@ func TestHugeScriptRefused(t *testing.T) {
 	if alloc > 400<<20 {
 		t.Errorf("%d MB allocated reading a script refused at 100,000 commands, over the bound of 400 MB", alloc>>20)
 	}
+	// Statements whose results are stored are prepared at connect: at
+	// most target.MaxPrepared of them.
+	b.Reset()
+	for i := 0; i < 1001; i++ {
+		fmt.Fprintf(&b, "SELECT %d AS a \\gset\n", i)
+	}
+	gsets := filepath.Join(t.TempDir(), "gsets.sql")
+	if err := os.WriteFile(gsets, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadProgram([]FileSpec{{Path: gsets, Weight: 1}}, nil, false); err == nil || !strings.Contains(err.Error(), "store the results of 1001 statements") {
+		t.Errorf("1,001 \\gset statements: %v", err)
+	}
+	b.Reset()
 	// Two files together: the limit is the run's.
 	half := filepath.Join(t.TempDir(), "half.sql")
 	for i := 0; i < 60000; i++ {

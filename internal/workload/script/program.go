@@ -279,6 +279,16 @@ func (p *program) compile() error {
 		p.stmt = append(p.stmt, ix)
 	}
 	p.perStmt = len(p.info) <= maxStmtResults
+	stores := 0
+	for _, st := range p.stmts {
+		if st.Columns {
+			stores++
+		}
+	}
+	if stores > target.MaxPrepared {
+		return errs.Usage(fmt.Sprintf("store the results of at most %d statements (each one is prepared on every connection when it connects)", target.MaxPrepared),
+			"the scripts store the results of %d statements with \\gset or \\aset", stores)
+	}
 	return nil
 }
 

@@ -95,7 +95,7 @@ func notKept(s ScriptResult) string {
 	if s.StatementsNotKept == 0 {
 		return ""
 	}
-	return fmt.Sprintf("statements of %s: not kept: the scripts have more than %d SQL commands (this one %d), so only the transactions' figures are",
+	return fmt.Sprintf("statements of %s: not kept: the scripts have more than %d SQL commands (this one %d), so only the transactions' figures are kept",
 		s.Name, maxStmtResults, s.StatementsNotKept)
 }
 

@@ -383,12 +383,18 @@ func (r *scriptRun) Describe() string {
 // protocol is how the statements go: prepared, and compound commands by
 // the simple query protocol.
 func (r *scriptRun) protocol() string {
+	proto := "prepared"
+	if len(r.prog.stmts) > target.MaxPrepared {
+		// target.MaxPrepared: the first ones prepared at first use and
+		// kept, the others parsed each time they run.
+		proto = fmt.Sprintf("prepared at first use (%d kept)", target.MaxPrepared)
+	}
 	for _, i := range r.prog.prep {
 		if i < 0 {
-			return "prepared+simple"
+			return proto + "+simple"
 		}
 	}
-	return "prepared"
+	return proto
 }
 
 // Variant is the scripts and their weights.
@@ -457,7 +463,7 @@ func (r *scriptRun) After(_ context.Context, res *run.Result, sum *results.Summa
 	x := &Summary{ScaleFrom: r.p.ScaleFrom}
 	p := r.prog
 	for i, f := range r.p.Files {
-		sr := ScriptResult{Name: f.Name, File: f.Path, Weight: f.Weight}
+		sr := ScriptResult{Name: f.Name, File: f.Path, Weight: f.Weight, Statements: []StmtResult{}}
 		h := metrics.NewHist()
 		for _, o := range res.Ops {
 			if o.Op != f.Name {
