@@ -17,8 +17,8 @@ transaction type, and the ratio B/A of each. When both runs belong to
 experiments, the repetitions of their configurations (same x value, warm-up
 runs left out) are compared too: the ratio of their medians with a bootstrap
 95% confidence interval, "within noise" when the interval contains 1.0.
-Repetitions with status errors for an outage or checks that could not
-run are left out unless --include-errors is given; interrupted and failed
+Repetitions with status errors for an outage, checks that could not run or no
+transactions are left out unless --include-errors is given; interrupted and failed
 runs never count.`,
 		Example: `  tunebench compare 12 17`,
 		Args:    cobra.ExactArgs(2),
@@ -44,6 +44,6 @@ runs never count.`,
 		},
 	}
 	rf.add(cmd.Flags())
-	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the repetitions with status errors for an outage or checks that could not run")
+	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the repetitions with status errors for an outage, checks that could not run or no transactions")
 	return cmd
 }

@@ -402,7 +402,7 @@ could not run); those are named under the table and left out unless
 	}
 	cmd.Flags().BoolVar(&runs, "runs", false, "also list every run in the workload's own columns")
 	cmd.Flags().BoolVar(&hooks, "hooks", false, "list every hook the experiment ran, with its output")
-	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the runs with status errors for an outage or checks that could not run in the medians")
+	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the runs with status errors for an outage, checks that could not run or no transactions in the medians")
 	rf.add(cmd.Flags())
 	return cmd
 }
@@ -461,7 +461,7 @@ func printExperimentResults(ctx context.Context, s *State, st *store.Store, name
 		if len(doubtful) > 1 {
 			runs, is, it = fmt.Sprintf("%d runs", len(doubtful)), "are", "them"
 		}
-		runs += " with status errors for an outage or checks that could not run"
+		runs += " with status errors for an outage, checks that could not run or no transactions"
 		if includeErrors {
 			s.printf("%s %s counted in the medians (--include-errors):\n", runs, is)
 		} else {

@@ -77,7 +77,7 @@ func TestExperimentShowInDoubt(t *testing.T) {
 		t.Errorf("experiment show row %q, want %q:\n%s", got, want, r.stdout)
 	}
 	for _, want := range []string{
-		"1 run with status errors for an outage or checks that could not run is left out of the medians (--include-errors counts it):",
+		"1 run with status errors for an outage, checks that could not run or no transactions is left out of the medians (--include-errors counts it):",
 		"  run 3 (work_mem=4MB, clients 4, repetition 3): status errors: outage of 14.0 s is over 5% of the window",
 	} {
 		if !strings.Contains(r.stdout, want) {
@@ -92,7 +92,7 @@ func TestExperimentShowInDoubt(t *testing.T) {
 	if got, want := row(r.stdout), "work_mem=4MB 4 4/4 1050.0 100.0 1200.0"; got != want {
 		t.Errorf("experiment show --include-errors row %q, want %q:\n%s", got, want, r.stdout)
 	}
-	if want := "1 run with status errors for an outage or checks that could not run is counted in the medians (--include-errors):"; !strings.Contains(r.stdout, want) {
+	if want := "1 run with status errors for an outage, checks that could not run or no transactions is counted in the medians (--include-errors):"; !strings.Contains(r.stdout, want) {
 		t.Errorf("experiment show --include-errors lacks %q:\n%s", want, r.stdout)
 	}
 

@@ -30,7 +30,7 @@ confidence interval), and per-run time series (throughput with checkpoints,
 latency, CPU, disk, WAL, wait events, outages shaded).
 
 Runs whose status is not ok are marked. Those with status errors for an
-outage or checks that could not run are left out of the medians and
+outage, checks that could not run or no transactions are left out of the medians and
 comparisons unless --include-errors is given; interrupted and failed runs
 never count.
 
@@ -75,7 +75,7 @@ docs/report.md explains how to read each section.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "report.html", "HTML file to write (- for standard output)")
 	cmd.Flags().StringVar(&baseline, "baseline", "", "configuration label to compare against (default: the experiment's baseline, else the first configuration)")
 	cmd.Flags().IntVar(&maxRuns, "max-series-runs", 30, "draw the time series of at most this many runs")
-	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the runs with status errors for an outage or checks that could not run in the medians and comparisons")
+	cmd.Flags().BoolVar(&includeErrors, "include-errors", false, "count the runs with status errors for an outage, checks that could not run or no transactions in the medians and comparisons")
 	return cmd
 }
 

@@ -56,7 +56,7 @@ func TestReportCommandStatusErrors(t *testing.T) {
 	for _, want := range []string{
 		"outage 6.0–20.0 s (1,234 connection errors)",
 		`<td class="status-bad">errors: outage of 14.0 s is over 5% of the window</td>`,
-		"1 run with status errors for an outage or checks that could not run is left out of the medians and comparisons; --include-errors keeps them.",
+		"1 run with status errors for an outage, checks that could not run or no transactions is left out of the medians and comparisons; --include-errors keeps them.",
 		// work_mem=64MB at 4 clients: the median of runs 7 and 8 only
 		`<td class="num">4</td><td class="num">2</td><td class="num">4,872</td>`,
 		"fill-opacity", ">outage<",
@@ -67,7 +67,7 @@ func TestReportCommandStatusErrors(t *testing.T) {
 	}
 	r = h.must(0, "report", "exp", "-o", "-", "--results", db, "--include-errors")
 	for _, want := range []string{
-		"1 run with status errors for an outage or checks that could not run is counted in the medians and comparisons (--include-errors).",
+		"1 run with status errors for an outage, checks that could not run or no transactions is counted in the medians and comparisons (--include-errors).",
 		`<td class="num">4</td><td class="num">3</td><td class="num">4,848</td>`,
 		"outage 6.0–20.0 s (1,234 connection errors)",
 	} {

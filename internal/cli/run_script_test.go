@@ -217,7 +217,8 @@ func TestRunScriptLong(t *testing.T) {
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("the run took %s: its second and the 10 s wait after it", took)
 	}
-	if !strings.Contains(r.stderr, "status errors: no transaction ended in the 1.0 s measured: 1 still running") || !strings.Contains(r.stderr, "--duration longer") {
+	if !strings.Contains(r.stderr, "status errors: no transaction ended in the 1.0 s measured: 1 were still running and were cancelled after the wait of 10s") ||
+		!strings.Contains(r.stderr, "more time than one transaction takes (--duration)") {
 		t.Errorf("the exit does not say why:\n%s", r)
 	}
 	readJSON(t, jsonPath, &s)

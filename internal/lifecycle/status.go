@@ -42,11 +42,7 @@ func decideStatus(sum *results.Summary, res *run.Result, v *workload.Verdict, af
 		}
 	}
 	if m := sum.Measured; m != nil && !res.Interrupted && execErr == nil && m.DurationS > 0 && m.Transactions+m.Errors == 0 {
-		detail := fmt.Sprintf("no transaction ended in the %.1f s measured", m.DurationS)
-		if m.Unfinished > 0 {
-			detail += fmt.Sprintf(": %d still running when the wait for them after the window (at most %s) ended were cancelled", m.Unfinished, run.DefaultDrainTimeout)
-		}
-		add(results.ReasonNoTransactions, "%s", detail)
+		add(results.ReasonNoTransactions, "%s", noTransactions(m))
 	}
 	for _, n := range v.NotRun {
 		add(results.ReasonNotChecked, "%s", n)
@@ -88,7 +84,7 @@ func errorsExit(sum *results.Summary, id int64, w workload.Workload, t target.Ta
 			hints = append(hints, outageHint(sum))
 		case results.ReasonNoTransactions:
 			why = append(why, r.Detail)
-			hints = append(hints, "give the run a --duration longer than one transaction takes, or shorten the script")
+			hints = append(hints, noTransactionsHint(sum.Measured))
 		case results.ReasonNotChecked:
 			why = append(why, r.Detail)
 			if _, ok := w.(workload.Checker); ok {
@@ -111,6 +107,34 @@ func errorsExit(sum *results.Summary, id int64, w workload.Workload, t target.Ta
 	}
 	hints = slices.Compact(hints)
 	return errs.New(errs.KindRunErrors, strings.Join(hints, "; "), "run %d ended with status %s: %s", id, sum.Status, strings.Join(why, "; "))
+}
+
+// noTransactions says why no transaction ended in the measured window, as
+// far as the run knows.
+func noTransactions(m *results.Measured) string {
+	detail := fmt.Sprintf("no transaction ended in the %.1f s measured", m.DurationS)
+	switch {
+	case m.Unfinished > 0:
+		detail += fmt.Sprintf(": %d were still running and were cancelled after the wait of %s that follows the window", m.Unfinished, run.DefaultDrainTimeout)
+	case m.OpenLoop != nil && m.OpenLoop.Skipped > 0:
+		detail += fmt.Sprintf(": all %d starts were skipped, later than --latency-limit", m.OpenLoop.Skipped)
+	case m.OpenLoop != nil:
+		detail += fmt.Sprintf(": the schedule of %g tps drew no start in it", m.OpenLoop.TargetTPS)
+	}
+	return detail
+}
+
+// noTransactionsHint is the fix for a run without transactions.
+func noTransactionsHint(m *results.Measured) string {
+	switch {
+	case m == nil || m.Unfinished > 0:
+		return "give the run more time than one transaction takes (--duration), or make its transactions shorter"
+	case m.OpenLoop != nil && m.OpenLoop.Skipped > 0:
+		return "raise --latency-limit, or lower --rate to what the server can serve"
+	case m.OpenLoop != nil:
+		return "raise --rate or --duration so that the schedule draws starts"
+	}
+	return "look at the server (its log) and the run's progress lines: nothing ended"
 }
 
 // outageHint is the fix for a run with too long outages: first the

@@ -132,3 +132,21 @@ func TestErrorsExitTargetHint(t *testing.T) {
 		t.Errorf("fix line %q: want the SQLSTATE rule", hint)
 	}
 }
+
+// TestNoTransactions: a run without transactions says why, as far as it
+// knows, and a fix that fits.
+func TestNoTransactions(t *testing.T) {
+	for _, c := range []struct {
+		m            results.Measured
+		detail, hint string
+	}{
+		{results.Measured{DurationS: 3, Unfinished: 2}, "no transaction ended in the 3.0 s measured: 2 were still running and were cancelled after the wait of 10s", "(--duration)"},
+		{results.Measured{DurationS: 3, OpenLoop: &results.OpenLoop{TargetTPS: 5, Skipped: 14}}, "all 14 starts were skipped, later than --latency-limit", "raise --latency-limit"},
+		{results.Measured{DurationS: 3, OpenLoop: &results.OpenLoop{TargetTPS: 0.05}}, "the schedule of 0.05 tps drew no start in it", "raise --rate or --duration"},
+		{results.Measured{DurationS: 3}, "no transaction ended in the 3.0 s measured", "the server (its log)"},
+	} {
+		if d, h := noTransactions(&c.m), noTransactionsHint(&c.m); !strings.Contains(d, c.detail) || !strings.Contains(h, c.hint) {
+			t.Errorf("%+v: %q / %q, want %q / %q", c.m, d, h, c.detail, c.hint)
+		}
+	}
+}

@@ -22,7 +22,7 @@ import (
 func (rd *runData) statusBad() bool { return rd.Run.Status != store.StatusOK }
 
 // inDoubt reports whether a run's figures are in doubt (results.InDoubt:
-// status errors for an outage or checks that could not run).
+// status errors for an outage, checks that could not run or no transactions).
 func (rd *runData) inDoubt() bool { return results.InDoubt(rd.Run.Status, rd.Reasons) }
 
 // doubtText says what puts a run's figures in doubt.
@@ -124,7 +124,7 @@ func statusNote(d *dataset) string {
 	if n == 0 {
 		return ""
 	}
-	runs := pluralOf(int64(n), "1 run", strconv.Itoa(n)+" runs") + " with status errors for an outage or checks that could not run"
+	runs := pluralOf(int64(n), "1 run", strconv.Itoa(n)+" runs") + " with status errors for an outage, checks that could not run or no transactions"
 	are := pluralOf(int64(n), " is", " are")
 	if d.includeErrors {
 		return runs + are + " counted in the medians and comparisons (--include-errors)."

@@ -76,7 +76,7 @@ func TestReportStatusErrorsLeftOutWithOutages(t *testing.T) {
 		`<span class="outage">outage 6.0–20.0 s (1,234 connection errors)</span>`,
 		"no: status errors: " + errorsReason + " (--include-errors counts it)",
 		// the note, at the top and in the throughput section
-		"1 run with status errors for an outage or checks that could not run is left out of the medians and comparisons; --include-errors keeps them.",
+		"1 run with status errors for an outage, checks that could not run or no transactions is left out of the medians and comparisons; --include-errors keeps them.",
 		// the throughput chart's legend
 		"run whose status is not ok, left out", "run whose status is not ok, counted",
 		`<td class="status-bad">errors: ` + benignReason + `</td>`,
@@ -142,7 +142,7 @@ func TestReportIncludeErrors(t *testing.T) {
 		t.Errorf("with --include-errors: %+v, want 4 runs with median %s", row, fmtNum(want))
 	}
 	for _, want := range []string{
-		"1 run with status errors for an outage or checks that could not run is counted in the medians and comparisons (--include-errors).",
+		"1 run with status errors for an outage, checks that could not run or no transactions is counted in the medians and comparisons (--include-errors).",
 		"run whose status is not ok, counted",
 		`<td class="status-bad">errors: ` + errorsReason + `</td>`,
 		`<span class="outage">outage 6.0–20.0 s (1,234 connection errors)</span>`,
