@@ -62,6 +62,8 @@ func TestMariaDB(t *testing.T) {
 		t.Errorf("innodb_io_capacity %s after the run, was %s", got, before)
 	}
 	h.must(0, "check", "tpcb", "--server-dir", dir)
+	// Two writing runs at once (issue 42 item 4).
+	overlappingRuns(t, h, "--server-dir", dir)
 	if r := h.must(0, "results", "list", "--results", results); !strings.Contains(r.stdout, "tpcb") {
 		t.Errorf("results list:\n%s", r)
 	}

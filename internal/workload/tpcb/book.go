@@ -20,6 +20,10 @@ type book interface {
 	historyCount(ctx context.Context) (int64, error)
 	recordRun(ctx context.Context, r *RunRecord) error
 	check(ctx context.Context) (CheckReport, error)
+	// mark marks a writing run that starts, and started reads the count
+	// of runs started since (overlap.go).
+	mark(ctx context.Context) (runMark, error)
+	started(ctx context.Context) (int64, error)
 	// afterRun runs do, again on a new connection while the connection
 	// is lost (a server restarting), within driver.AfterRunBudget.
 	afterRun(ctx context.Context, do func() error) error
@@ -37,7 +41,7 @@ func openBook(ctx context.Context, t target.Target) (book, error) {
 		if err != nil {
 			return nil, err
 		}
-		b := &adminBook{admins: admins, a: a}
+		b := &adminBook{admins: admins, a: a, db: t.Database()}
 		b.lost, _ = t.(target.LostChecker)
 		return b, nil
 	}
@@ -64,6 +68,8 @@ func (b *pgBook) recordRun(ctx context.Context, r *RunRecord) error {
 	return RecordRun(ctx, b.conn, r)
 }
 func (b *pgBook) check(ctx context.Context) (CheckReport, error) { return Check(ctx, b.conn) }
+func (b *pgBook) mark(ctx context.Context) (runMark, error)      { return pgMark(ctx, b.conn) }
+func (b *pgBook) started(ctx context.Context) (int64, error)     { return pgStarted(ctx, b.conn) }
 
 // afterRun: the admin connection may have died during the run (a server
 // restart) without pgx having noticed yet, and a server in crash recovery
@@ -84,6 +90,7 @@ type adminBook struct {
 	admins target.Admins
 	a      target.Admin
 	lost   target.LostChecker
+	db     string // the database's name (mark's lock names)
 }
 
 func (b *adminBook) info(ctx context.Context) (Info, error) { return mariaInfo(ctx, b.a) }
@@ -94,6 +101,10 @@ func (b *adminBook) recordRun(ctx context.Context, r *RunRecord) error {
 	return mariaRecordRun(ctx, b.a, r)
 }
 func (b *adminBook) check(ctx context.Context) (CheckReport, error) { return mariaCheck(ctx, b.a) }
+func (b *adminBook) mark(ctx context.Context) (runMark, error) {
+	return mariaMark(ctx, b.a, b.db)
+}
+func (b *adminBook) started(ctx context.Context) (int64, error) { return mariaStarted(ctx, b.a) }
 
 func (b *adminBook) afterRun(ctx context.Context, do func() error) error {
 	from, pause := time.Now(), driver.RetryPause

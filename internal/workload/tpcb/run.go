@@ -65,6 +65,7 @@ type tpcbRun struct {
 	book book
 	// histBefore: pgbench_history rows before the run (for the check).
 	histBefore int64
+	mark       runMark // a writing run's mark (overlap.go)
 }
 
 // NewRun reads the loaded database's scale and prepares the run.
@@ -143,7 +144,11 @@ func (r *tpcbRun) Before(ctx context.Context) error {
 		return err
 	}
 	if r.writes() && r.info.LoadedBy == "tunebench" {
-		return r.book.recordRun(ctx, nil)
+		if err := r.book.recordRun(ctx, nil); err != nil {
+			return err
+		}
+		r.mark, err = r.book.mark(ctx)
+		return err
 	}
 	return nil
 }
@@ -177,15 +182,28 @@ func (r *tpcbRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 	// a lost connection the record and the check are tried again on a new
 	// one, within the same bounds as tpcc's read after the run.
 	var rep CheckReport
+	var overlap string
 	err := r.book.afterRun(ctx, func() error {
 		if record {
-			if err := r.book.recordRun(ctx, &RunRecord{HistoryBefore: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll}); err != nil {
+			now, err := r.book.started(ctx)
+			if err != nil {
+				return err
+			}
+			// An overlapped run records none: its growth is not its own.
+			rec := &RunRecord{HistoryBefore: r.histBefore, Committed: res.CommittedAll, Ambiguous: res.AmbiguousAll}
+			if overlap = r.mark.overlap(now); overlap != "" {
+				rec = nil
+			}
+			if err := r.book.recordRun(ctx, rec); err != nil {
 				return err
 			}
 		}
 		if check {
 			var err error
 			rep, err = r.book.check(ctx)
+			if err == nil && overlap != "" {
+				rep = outside(rep, res.CommittedAll, res.AmbiguousAll, overlap)
+			}
 			return err
 		}
 		return nil

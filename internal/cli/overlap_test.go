@@ -1,0 +1,47 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// overlappingRuns runs two writing tpcb runs on one database at once (conn
+// names it): neither fails its history growth, each says another run
+// wrote during it, and a later check finds no run recorded.
+func overlappingRuns(t *testing.T, h *harness, conn ...string) {
+	t.Helper()
+	long := h.start(nil, append([]string{"run", "tpcb", "-c", "2", "-T", "5s", "-P", "1s", "--results", tempPath(t, "a.db")}, conn...)...)
+	long.waitStderr(t, "progress:", 90*time.Second)
+	short := h.run(append([]string{"run", "tpcb", "-c", "2", "-T", "1s", "--results", tempPath(t, "b.db")}, conn...)...)
+	first := long.wait(t, 2*time.Minute)
+	for name, r := range map[string]result{"the run that started first": first, "the run that started second": short} {
+		if r.code != 0 || !strings.Contains(r.stdout, "PASS balances") || !strings.Contains(r.stdout, "history growth") ||
+			!strings.Contains(r.stdout, "changed outside this run") {
+			t.Errorf("%s (exit %d):\n%s", name, r.code, r)
+		}
+	}
+	if !strings.Contains(first.stdout, "1 other run(s) started on it while this one ran") ||
+		!strings.Contains(short.stdout, "1 other tunebench run(s) were writing to this database when this one started") {
+		t.Errorf("the runs do not say how they overlapped:\n%s\n%s", first, short)
+	}
+	r := h.must(0, append([]string{"check", "tpcb"}, conn...)...)
+	if !strings.Contains(r.stdout, "no tunebench run recorded") {
+		t.Errorf("check after two overlapping runs:\n%s", r)
+	}
+	// Alone again: the history growth is checked.
+	r = h.must(0, append([]string{"run", "tpcb", "-c", "2", "-T", "1s", "--results", tempPath(t, "c.db")}, conn...)...)
+	if !strings.Contains(r.stdout, "PASS history growth") {
+		t.Errorf("a run alone after them:\n%s", r)
+	}
+}
+
+// TestOverlappingRuns: two tpcb runs at once on one PostgreSQL database
+// (issue 42 item 4).
+func TestOverlappingRuns(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := loadedDB(h, srv)
+	overlappingRuns(t, h, "--server-dir", srv.Dir(), "-d", db)
+}
