@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/machine"
 	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/testutil"
 )
@@ -83,25 +84,28 @@ func startOn(t *testing.T, dir string, extra ...server.Setting) *server.Server {
 	return srv
 }
 
-// TestDiskFullLoad reproduces issue 16, item 7 on a 100 MiB filesystem
-// holding a managed server (about 45 MiB free after initdb): a load that
-// does not fit is refused before it starts; with --force it runs out of
-// space and says so, naming the filesystem, its free space, that the load
-// is incomplete and how to go on; after that, a smaller load with --drop
-// fits (the drop's CHECKPOINT frees the space and the WAL).
+// TestDiskFullLoad (issue 16 item 7, issue 42 item 1) on a 300 MiB
+// filesystem holding a managed server: a load that does not fit is
+// refused before it starts; with --force it is stopped while the server
+// still has room for its WAL (loadspace.Reserve) and says so, naming the
+// filesystem, its free space, that the load is incomplete and how to go
+// on; the server then survives a crash (an immediate stop and its crash
+// recovery), which a load that took the last of the space made
+// impossible; after it, a load whose tables do not fit beside the WAL
+// segments pg_wal keeps is refused naming them, and a smaller one fits.
 func TestDiskFullLoad(t *testing.T) {
 	t.Parallel()
-	mnt := smallFS(t, 100)
+	mnt := smallFS(t, 300)
 	srv := startOn(t, filepath.Join(mnt, "srv"))
 	h := newHarness(t)
 	load := func(args ...string) []string {
-		return append([]string{"load", "tpcb", "--server-dir", srv.Dir(), "--load-workers", "1"}, args...)
+		return append([]string{"load", "tpcb", "--server-dir", srv.Dir(), "--load-workers", "2"}, args...)
 	}
 
-	// (b) The estimate of scale 3 (47 MiB of tables and indexes and as much
-	// WAL) is more than the filesystem has: refused, nothing changed.
-	r := h.must(errs.ExitEnvironment, load("--scale", "3")...)
-	for _, want := range []string{"not enough space for tpcb scale 3", "filesystem on " + mnt, "free", "max_wal_size", "fix: free space on " + mnt, "--force"} {
+	// (b) The estimate of scale 20 is more than the filesystem has:
+	// refused, nothing changed.
+	r := h.must(errs.ExitEnvironment, load("--scale", "20")...)
+	for _, want := range []string{"not enough space for tpcb scale 20", "filesystem on " + mnt, "free", "max_wal_size", "fix: free space on " + mnt, "--force"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("refusal lacks %q:\n%s", want, r)
 		}
@@ -110,30 +114,45 @@ func TestDiskFullLoad(t *testing.T) {
 		t.Errorf("the refused load ran:\n%s", r)
 	}
 
-	// (a) With --force it runs out of space.
-	r = h.must(errs.ExitEnvironment, load("--scale", "3", "--force")...)
-	for _, want := range []string{"disk full on " + mnt, "free)", "the tpcb scale 3 load is incomplete", "fix: free space on " + mnt, "--drop", "smaller --scale"} {
+	// (a) With --force it is stopped before the disk is full.
+	r = h.must(errs.ExitEnvironment, load("--scale", "20", "--force")...)
+	for _, want := range []string{"the tpcb scale 20 load is incomplete: tunebench stopped it with", "free on " + mnt, "keeping 32.0 MiB for the server's WAL", "fix: free space on " + mnt, "--drop", "smaller --scale"} {
 		if !strings.Contains(r.stderr, want) {
-			t.Errorf("disk-full error lacks %q:\n%s", want, r)
+			t.Errorf("the stopped load's error lacks %q:\n%s", want, r)
 		}
 	}
+	if free, ok := machine.FreeBytes(mnt); !ok || free < 16<<20 {
+		t.Errorf("%d bytes free after the stopped load, less than a WAL segment", free)
+	}
+	// The server can go through a crash recovery.
+	if err := srv.Restart(t.Context(), "immediate"); err != nil {
+		t.Fatalf("the server does not come back from a crash after the stopped load: %v", err)
+	}
 
-	// (c) A smaller load with --drop fits.
-	r = h.must(0, load("--scale", "1", "--drop")...)
+	// (c) A smaller load with --drop: the drop's CHECKPOINT frees the
+	// tables, but pg_wal keeps the segments the failed load's checkpoints
+	// recycled; a load whose tables do not fit beside them says so, and
+	// one that fits reuses them for its WAL.
+	r = h.must(errs.ExitEnvironment, load("--scale", "8", "--drop")...)
+	if !strings.Contains(r.stderr, "WAL segments an earlier load's checkpoints recycled") {
+		t.Errorf("the refusal does not name the recycled WAL:\n%s", r)
+	}
+	r = h.must(0, load("--scale", "4", "--drop")...)
 	if !strings.Contains(r.stdout, "done in") {
 		t.Errorf("the smaller load printed no summary:\n%s", r)
 	}
 }
 
-// TestDiskFullLoadResume: the loads that resume say so when they run out
-// of space (tpcc with --resume, tpch by the same command), and the resume
+// TestDiskFullLoadResume: the loads that resume say so when they are
+// stopped for lack of space (tpcc with --resume, tpch by the same
+// command), and the resume
 // itself checks the space it still needs. With wal_level minimal their
 // COPY FREEZE writes no WAL, so the data is what fills the disk (a WAL
 // write that fails stops the server instead: PANIC, then crash recovery,
 // whose timing would make the test flaky).
 func TestDiskFullLoadResume(t *testing.T) {
 	t.Parallel()
-	mnt := smallFS(t, 100)
+	mnt := smallFS(t, 160)
 	srv := startOn(t, filepath.Join(mnt, "srv"), server.Setting{Name: "wal_level", Value: "minimal"}, server.Setting{Name: "max_wal_senders", Value: "0"})
 	h := newHarness(t)
 	conn := testutil.Connect(t, srv)
@@ -154,7 +173,7 @@ func TestDiskFullLoadResume(t *testing.T) {
 	cc := testutil.CreateDB(t, srv)
 	expect(h.must(errs.ExitEnvironment, load("tpcc", cc, "--warehouses", "1")...), "not enough space for tpcc 1 warehouse", "--force")
 	expect(h.must(errs.ExitEnvironment, load("tpcc", cc, "--warehouses", "1", "--force")...),
-		"disk full on "+mnt, "the tpcc 1 warehouse load is incomplete", "fix: free space on "+mnt, "tunebench load tpcc --resume", "--drop")
+		"the tpcc 1 warehouse load is incomplete: tunebench stopped it with", "free on "+mnt, "fix: free space on "+mnt, "tunebench load tpcc --resume", "--drop")
 	// The resume needs what is not in yet: still too much.
 	expect(h.must(errs.ExitEnvironment, load("tpcc", cc, "--resume")...), "not enough space for tpcc", "filesystem on "+mnt)
 	if _, err := conn.Exec(t.Context(), "drop database "+cc+" with (force)"); err != nil {
@@ -166,7 +185,7 @@ func TestDiskFullLoadResume(t *testing.T) {
 
 	ch := testutil.CreateDB(t, srv)
 	expect(h.must(errs.ExitEnvironment, load("tpch", ch, "--scale", "0.1", "--force")...),
-		"disk full on "+mnt, "the tpch scale 0.1 load is incomplete", "`tunebench load tpch --scale 0.1` again to resume", "--drop")
+		"the tpch scale 0.1 load is incomplete: tunebench stopped it with", "free on "+mnt, "`tunebench load tpch --scale 0.1` again to resume", "--drop")
 	if r := h.must(0, load("tpch", ch, "--scale", "0.01", "--drop")...); !strings.Contains(r.stdout, "loaded tpch scale 0.01") {
 		t.Errorf("the smaller tpch load printed no summary:\n%s", r)
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
+	"github.com/tunebench/tunebench/internal/human"
+	"github.com/tunebench/tunebench/internal/machine"
 )
 
 // childEnv is the environment for initdb/pg_ctl/postgres: ours without PG*
@@ -333,7 +335,23 @@ func (s *Server) startError(what string, err error, out []byte, logSize int64, r
 		tail = afterShutdown(tail)
 	}
 	f.Tail = lastLines(tail, 20)
+	if strings.Contains(tail, "No space left on device") {
+		// Crash recovery (or the start) needs room for WAL: nothing is
+		// wrong with the server but the full filesystem.
+		sp := spaceOf(s.DataDir())
+		return errs.Wrap(errs.KindEnvironment, f, fmt.Sprintf("the filesystem of the data directory is full (%s): PostgreSQL needs room for its WAL (a 16 MB segment, more to finish a crash recovery) before it can start. "+
+			"Free space on it, from files that are not the server's (never remove anything in %s: its WAL and tables are the database), or grow the filesystem (or move the directory to a larger one while the server is down); "+
+			"then `tunebench server start --dir %s`, and free the load's space with a smaller load and --drop", sp, s.DataDir(), s.dir), "")
+	}
 	return errs.Wrap(errs.KindConnect, f, "fix the problem the server log shows, then start again", "")
+}
+
+// spaceOf says how much of dir's filesystem is free.
+func spaceOf(dir string) string {
+	if free, ok := machine.FreeBytes(dir); ok {
+		return human.Bytes(free) + " free"
+	}
+	return "its free space not known here"
 }
 
 // startFailure is a server that did not start or answer, with the end of its log.

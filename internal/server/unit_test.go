@@ -492,3 +492,32 @@ func TestRestartError(t *testing.T) {
 		}
 	}
 }
+
+// TestStartErrorDiskFull: a start that failed on a full filesystem (its
+// log says No space left on device) says so, what may be freed and what
+// may not, and how to go on, as an environment error (exit 6).
+func TestStartErrorDiskFull(t *testing.T) {
+	s := &Server{dir: t.TempDir()}
+	if err := os.MkdirAll(filepath.Dir(s.LogPath()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := "LOG:  database system was interrupted; last known up at 2026-11-29 06:00:00 UTC\n" +
+		"PANIC:  could not write to file \"pg_wal/xlogtemp.1234\": No space left on device\n"
+	if err := os.WriteFile(s.LogPath(), []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := s.startError("PostgreSQL did not start", errors.New("exit status 1"), nil, 0, false)
+	h := errs.HintOf(err)
+	if errs.KindOf(err) != errs.KindEnvironment || !strings.Contains(h, "the filesystem of the data directory is full") ||
+		!strings.Contains(h, "never remove anything in "+s.DataDir()) || !strings.Contains(h, "grow the filesystem") ||
+		!strings.Contains(h, "tunebench server start --dir "+s.dir) || !strings.Contains(err.Error(), "No space left on device") {
+		t.Errorf("%v (kind %v)\nfix: %s", err, errs.KindOf(err), h)
+	}
+	// Any other failure keeps the generic fix.
+	if err := os.WriteFile(s.LogPath(), []byte("FATAL:  could not create lock file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.startError("PostgreSQL did not start", errors.New("exit status 1"), nil, 0, false); errs.KindOf(err) != errs.KindConnect {
+		t.Errorf("another failure: %v (kind %v)", err, errs.KindOf(err))
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,6 +45,59 @@ type Load struct {
 	why     string       // why it could not be located
 	found   bool         // locate ran
 	dropped bool         // the load dropped an earlier one (AfterDrop)
+
+	// The guard's: the directory it watches (set once located), and the
+	// space it found under the reserve (Guard).
+	dir     atomic.Pointer[string]
+	tripped atomic.Pointer[driver.Space]
+}
+
+// Reserve is the free space a load leaves on the data directory's
+// filesystem: PostgreSQL stops (PANIC) when it cannot make its next WAL
+// segment, and its crash recovery needs one to start again, so a load that
+// took the last of the space left the server unable to start until space
+// was freed by hand. Two segments: the guard reads the free space every
+// guardEvery, and a load writing its data and WAL at 200 MB/s takes 10 MB
+// between two reads, which leaves at least a segment.
+const Reserve = 2 * walSegment
+
+var guardEvery = 50 * time.Millisecond
+
+// Guard watches the free space of the data directory's filesystem while
+// the load writes (once Check located it) and cancels the context it
+// returns when less than Reserve is left, --force or not; Error then says
+// so. stop ends the watch.
+func (l *Load) Guard(ctx context.Context) (_ context.Context, stop func()) {
+	if l == nil || l.Target == nil {
+		return ctx, func() {}
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(guardEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-gctx.Done():
+				return
+			case <-t.C:
+			}
+			dir := l.dir.Load()
+			if dir == nil {
+				continue
+			}
+			if sp := driver.SpaceAt(*dir); sp.Known && sp.Free < Reserve {
+				l.tripped.Store(&sp)
+				cancel()
+				return
+			}
+		}
+	}()
+	return gctx, func() { close(done); <-finished; cancel() }
 }
 
 // Need is a load's estimate of the space it takes.
@@ -122,9 +177,18 @@ func (l *Load) Check(ctx context.Context, conn *pgx.Conn, tables int64) error {
 	if l.dropped {
 		after = " after the drop of the old tables"
 	}
-	return errs.New(errs.KindEnvironment,
-		fmt.Sprintf("free space on %s, load %s, or add --force to load anyway", sp.Where(), l.Smaller),
-		"not enough space for %s: it needs about %s; %s%s", l.What, n, sp, after)
+	hint := fmt.Sprintf("free space on %s, load %s, or add --force to load anyway", sp.Where(), l.Smaller)
+	if reuse >= Reserve {
+		// After a load that failed, pg_wal keeps the segments its
+		// checkpoints recycled: the next load's WAL fills them first
+		// (counted above), its tables cannot have them. PostgreSQL
+		// removes them only once its WAL has moved past them: lowering
+		// min_wal_size and a CHECKPOINT did not shrink them (measured on
+		// PostgreSQL 15: 160 MB before and after), so the way out is a
+		// smaller load, which reuses them, or more space.
+		after += fmt.Sprintf("; pg_wal keeps %s of WAL segments an earlier load's checkpoints recycled, which this load's WAL fills first but its tables cannot use (PostgreSQL removes them only once its WAL has moved past them)", human.Bytes(reuse))
+	}
+	return errs.New(errs.KindEnvironment, hint, "not enough space for %s: it needs about %s; %s%s", l.What, n, sp, after)
 }
 
 // walFigures reads max_wal_size and the bytes of the WAL segments pg_wal
@@ -190,6 +254,9 @@ func (l *Load) locate(ctx context.Context, conn *pgx.Conn) {
 		return
 	}
 	l.space = driver.SpaceAt(dir)
+	if l.space.Known {
+		l.dir.Store(&l.space.Dir)
+	}
 }
 
 // Error turns a disk-full error of the load into one of kind environment
@@ -201,6 +268,12 @@ func (l *Load) locate(ctx context.Context, conn *pgx.Conn) {
 func (l *Load) Error(ctx context.Context, err error, next string) error {
 	if l == nil || l.Target == nil || err == nil {
 		return err
+	}
+	if sp := l.tripped.Load(); sp != nil {
+		return &errs.Error{Kind: errs.KindEnvironment,
+			Msg: fmt.Sprintf("the %s load is incomplete: tunebench stopped it with %s free on %s, keeping %s for the server's WAL (it needs room to go on, and to recover after a crash)",
+				l.What, human.Bytes(sp.Free), sp.Where(), human.Bytes(Reserve)),
+			Hint: "free space on " + sp.Where() + " (or give the server a larger filesystem), then " + next}
 	}
 	if !driver.IsDiskFull(err) && !connLost(err) {
 		return err

@@ -134,7 +134,9 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 		return nil, err
 	}
 	env.Note("loading tpcb scale %d into %s with %d jobs (%s)", lo.Scale, t.Describe(), lo.Workers, why)
-	st, err := Load(ctx, t.Connect, lo, loadProgress(env))
+	gctx, stop := lo.Space.Guard(ctx)
+	st, err := Load(gctx, t.Connect, lo, loadProgress(env))
+	stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, errs.Wrap(errs.KindInterrupted, err, "load again with --drop", "load interrupted; the tables are incomplete and marked so")

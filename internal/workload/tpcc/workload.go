@@ -243,7 +243,9 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 	}
 	env.Note("%s into %s with %d jobs (%s)", what, t.Describe(), lo.Workers, why)
 	var dataStart time.Duration = -1
-	st, err := Load(ctx, t.Connect, lo, func(p LoadProgress) {
+	gctx, stop := lo.Space.Guard(ctx)
+	defer stop()
+	st, err := Load(gctx, t.Connect, lo, func(p LoadProgress) {
 		if p.Phase == PhaseData && dataStart < 0 {
 			dataStart = p.Elapsed
 		}

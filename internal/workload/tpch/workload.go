@@ -189,7 +189,9 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 		return nil, err
 	}
 	env.Note("loading tpch scale %g into %s with %d jobs (%s)", lo.Scale, t.Describe(), lo.Workers, why)
-	st, err := Load(ctx, t.Connect, lo, func(p LoadProgress) {
+	gctx, stop := lo.Space.Guard(ctx)
+	defer stop()
+	st, err := Load(gctx, t.Connect, lo, func(p LoadProgress) {
 		what := p.Phase
 		if p.Detail != "" {
 			what += ": " + p.Detail
