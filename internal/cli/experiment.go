@@ -50,7 +50,10 @@ is stored with its place in the plan.
 
 The order is randomised by default (seeded; configurations that need a restart
 to switch are kept together). Typos and impossible values are reported with their
-line before anything starts. --dry-run prints the plan and a time estimate.
+line before anything starts. --dry-run prints the plan and a time estimate, then
+makes the checks the run makes before it starts that touch nothing (devices,
+tools, cgroups, kernel keys; these need root, as the run does) and fails as
+the run would.
 Ctrl-C stops after saving the current run as interrupted; --resume continues the
 experiment of the same name, skipping the runs that completed.`,
 		Args: cobra.ExactArgs(1),
@@ -59,7 +62,7 @@ experiment of the same name, skipping the runs that completed.`,
 		},
 	}
 	rf.add(cmd.Flags())
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the expanded plan and a time estimate; run nothing")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the expanded plan and a time estimate, and make the checks that touch nothing; run nothing")
 	cmd.Flags().BoolVar(&resume, "resume", false, "continue the experiment of the same name in the store, skipping completed runs")
 	cmd.Flags().Var(option.DurationFlag{P: &progress}, "progress", "progress line interval within each run (0 = none)")
 	cmd.Flags().BoolVar(&allowDestroy, "allow-destroy", false, "let storage layouts make filesystems on the real devices they name, erasing them")

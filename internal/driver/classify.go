@@ -47,8 +47,14 @@ func IsConnError(err error) bool {
 		return false
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Severity == "ERROR" {
-		return false
+	if errors.As(err, &pe) {
+		sev := pe.SeverityUnlocalized // a server in another language localizes Severity
+		if sev == "" {
+			sev = pe.Severity
+		}
+		if sev == "ERROR" {
+			return false
+		}
 	}
 	if code := SQLState(err); code != "" {
 		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03"

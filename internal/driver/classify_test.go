@@ -35,6 +35,7 @@ func TestClassify(t *testing.T) {
 		// in a statement) leaves the session alive: the statement failed.
 		{"protocol violation, error", fmt.Errorf("prepare: %w", &pgconn.PgError{Code: "08P01", Severity: "ERROR"}), false, 1, step.ClassFailedError, "08P01"},
 		{"protocol violation, fatal", &pgconn.PgError{Code: "08P01", Severity: "FATAL"}, false, 1, step.ClassConnError, "08P01"},
+		{"protocol violation, error, in German", &pgconn.PgError{Code: "08P01", Severity: "FEHLER", SeverityUnlocalized: "ERROR"}, false, 1, step.ClassFailedError, "08P01"},
 		{"eof", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), false, 1, step.ClassConnError, ""},
 		{"eof in commit", io.EOF, true, 1, step.ClassAmbiguousCommit, ""},
 		{"client error", errors.New("boom"), false, 1, step.ClassFailedError, "client"},

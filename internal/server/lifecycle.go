@@ -338,8 +338,12 @@ func (s *Server) startError(what string, err error, out []byte, logSize int64, r
 	if strings.Contains(tail, "No space left on device") {
 		// Crash recovery (or the start) needs room for WAL: nothing is
 		// wrong with the server but the full filesystem.
-		sp := spaceOf(s.DataDir())
-		return errs.Wrap(errs.KindEnvironment, f, fmt.Sprintf("the filesystem of the data directory is full (%s): PostgreSQL needs room for its WAL (a 16 MB segment, more to finish a crash recovery) before it can start. "+
+		wal := filepath.Join(s.DataDir(), "pg_wal")
+		if dir, err := filepath.EvalSymlinks(wal); err == nil {
+			wal = dir // a WAL directory elsewhere: its filesystem is the one that matters
+		}
+		sp := spaceOf(wal)
+		return errs.Wrap(errs.KindEnvironment, f, fmt.Sprintf("the filesystem of the server's WAL is full (%s): PostgreSQL needs room for its WAL (a 16 MB segment, more to finish a crash recovery) before it can start. "+
 			"Free space on it, from files that are not the server's (never remove anything in %s: its WAL and tables are the database), or grow the filesystem (or move the directory to a larger one while the server is down); "+
 			"then `tunebench server start --dir %s`, and free the load's space with a smaller load and --drop", sp, s.DataDir(), s.dir), "")
 	}

@@ -85,6 +85,9 @@ func (c *CommandRestarter) Restart(ctx context.Context, _ string) error {
 		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(parent.Err(), context.Canceled) {
+				return errs.Wrap(errs.KindInterrupted, parent.Err(), "", "interrupted while waiting for the server after the restart command %q", c.Command)
+			}
 			return errs.Wrap(errs.KindConnect, last, "check the command: it must restart the server this target connects to (pg_postmaster_start_time() changes)",
 				"the server did not come back restarted within %s of the restart command %q", timeout, c.Command)
 		case <-time.After(200 * time.Millisecond):

@@ -508,7 +508,7 @@ func TestStartErrorDiskFull(t *testing.T) {
 	}
 	err := s.startError("PostgreSQL did not start", errors.New("exit status 1"), nil, 0, false)
 	h := errs.HintOf(err)
-	if errs.KindOf(err) != errs.KindEnvironment || !strings.Contains(h, "the filesystem of the data directory is full") ||
+	if errs.KindOf(err) != errs.KindEnvironment || !strings.Contains(h, "the filesystem of the server's WAL is full") ||
 		!strings.Contains(h, "never remove anything in "+s.DataDir()) || !strings.Contains(h, "grow the filesystem") ||
 		!strings.Contains(h, "tunebench server start --dir "+s.dir) || !strings.Contains(err.Error(), "No space left on device") {
 		t.Errorf("%v (kind %v)\nfix: %s", err, errs.KindOf(err), h)

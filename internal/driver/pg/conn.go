@@ -51,20 +51,27 @@ var (
 	startupSay  = 5 * time.Second
 )
 
-// parseErrorText is a connection string's parse error with the string
-// masked by red. pgconn masks it itself, but a quoted password at the end
-// of a key=value string (password='a b') comes out as password=xxxxx and
-// then its plain-value pattern takes the closing backquote and colon too:
-// the error is rebuilt around a placeholder instead.
+// parseErrorText is a connection string's parse error, masked. pgconn
+// masks the string itself (its own patterns, which also know a URL whose
+// password has a space); tunebench's patterns then mask what they find in
+// it, but on the string alone: on the whole message, a password= value
+// masked by pgconn and followed by the closing backquote took the
+// backquote and the colon too.
 func parseErrorText(err error, red *redact.Redactor) string {
 	var pe *pgconn.ParseConfigError
 	if !errors.As(err, &pe) {
 		return red.String(err.Error())
 	}
 	const mark = "\x00connstring\x00"
-	masked := *pe
-	masked.ConnString = mark
-	return strings.Replace(red.String(masked.Error()), mark, red.String(pe.ConnString), 1)
+	probe := *pe
+	probe.ConnString = mark
+	head, tail, ok := strings.Cut(probe.Error(), mark)
+	full := pe.Error() // the string masked by pgconn, between head and tail
+	if !ok || !strings.HasPrefix(full, head) || !strings.HasSuffix(full, tail) || len(full) < len(head)+len(tail) {
+		return red.String(full)
+	}
+	masked := full[len(head) : len(full)-len(tail)]
+	return red.String(head) + red.String(masked) + red.String(tail)
 }
 
 // ParseTarget builds the connection configuration. dsnFlag is the --dsn value
@@ -194,6 +201,9 @@ func (t *Target) connect(ctx context.Context, direct bool, startupWait time.Dura
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil && startingUp(err) && startupWait > 0 {
 		conn, err = t.waitStartup(ctx, cfg, err, startupWait)
+		if errs.KindOf(err) == errs.KindInterrupted {
+			return nil, err
+		}
 	}
 	if err != nil {
 		return nil, t.ConnectError(err)
@@ -213,18 +223,24 @@ func startingUp(err error) bool {
 // attempt's.
 func (t *Target) waitStartup(ctx context.Context, cfg *pgx.ConnConfig, err error, limit time.Duration) (*pgx.Conn, error) {
 	start := time.Now()
-	said := time.Time{}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < limit {
+		limit = time.Until(dl)
+	}
+	said := start // said from the first startupSay on: a short wait is not worth a line
 	for startingUp(err) && time.Since(start) < limit {
 		if t.Log != nil && time.Since(said) >= startupSay {
 			var pe *pgconn.PgError
 			errors.As(err, &pe)
 			fmt.Fprintf(t.Log, "waiting for the server at %s: %s (%s so far, at most %s)\n",
-				t.Describe(), pe.Message, time.Since(start).Round(time.Second), limit)
+				t.Describe(), pe.Message, time.Since(start).Round(time.Second), limit.Round(time.Second))
 			said = time.Now()
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil, errs.Wrap(errs.KindInterrupted, ctx.Err(), "", "interrupted while waiting for %s to start up", t.Describe())
+			}
+			return nil, &startupError{err: err, waited: time.Since(start).Round(time.Second)}
 		case <-time.After(startupPoll):
 		}
 		var conn *pgx.Conn
@@ -273,7 +289,7 @@ func (t *Target) ConnectError(err error) error {
 		case pe.Code == "3D000":
 			hint = "the database does not exist: create it (createdb) or pick another with dbname= / PGDATABASE"
 		case pe.Code == "57P03":
-			hint = "the server is starting up, recovering from a crash or shutting down: its log says which and how far it is; run again once it accepts connections (tunebench waits " + t.StartupWait.String() + " for it), and if it stays so, look in the log for what stops it (a full disk: free space on its data directory's filesystem)"
+			hint = "the server is starting up, recovering from a crash or shutting down: its log says which and how far it is; run again once it accepts connections, and if it stays so, look in the log for what stops it (a full disk: free space on its data directory's filesystem)"
 		case pe.Code == "42704" || pe.Code == "22023":
 			hint = "the connection string sets a parameter the server does not accept (" + t.red.String(pe.Message) +
 				"): remove it from --dsn / $TUNEBENCH_DSN, or check its spelling (libpq's keywords: host, port, dbname, user, sslmode, ...)"

@@ -96,6 +96,7 @@ func TestParseErrorMasked(t *testing.T) {
 		"host=localhost port=abc password=Sentinel-XYZ",
 		"password='Sentinel XYZ' host=localhost port=abc",
 		"postgres://u:Sentinel-XYZ@localhost:abc/db",
+		"postgres://u:Sentinel XYZ@localhost:abc/db",
 	} {
 		_, err := ParseTarget("", dsn, redact.New())
 		if err == nil {

@@ -374,6 +374,14 @@ func TestWaitForStartingServer(t *testing.T) {
 		t.Errorf("a server that stays starting up: %v (fix: %s)", err, errs.HintOf(err))
 	}
 
+	// Interrupted while it waits: an interrupt, not a connection error.
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	time.AfterFunc(300*time.Millisecond, cancel)
+	if _, err := at(port, 30*time.Second, nil).ConnectStd(ictx); errs.KindOf(err) != errs.KindInterrupted {
+		t.Errorf("interrupted while waiting: %v (kind %v)", err, errs.KindOf(err))
+	}
+
 	port, tried = startingProxy(t, srv, 1000)
 	t0 := time.Now()
 	if _, err := at(port, 30*time.Second, nil).ConnectNoWait(ctx); err == nil || tried() != 1 || time.Since(t0) > 5*time.Second {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/tunebench/tunebench/internal/driver"
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/human"
+	"github.com/tunebench/tunebench/internal/machine"
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
 )
 
@@ -46,20 +48,32 @@ type Load struct {
 	found   bool         // locate ran
 	dropped bool         // the load dropped an earlier one (AfterDrop)
 
-	// The guard's: the directory it watches (set once located), and the
-	// space it found under the reserve (Guard).
-	dir     atomic.Pointer[string]
+	// The guard's: the directories it watches (the data directory, and
+	// pg_wal's when it is on another filesystem; set once located), the
+	// free space it keeps (two WAL segments), and the space it found
+	// under it (Guard).
+	dirs    atomic.Pointer[[]string]
+	reserve atomic.Int64
 	tripped atomic.Pointer[driver.Space]
 }
 
 // Reserve is the free space a load leaves on the data directory's
-// filesystem: PostgreSQL stops (PANIC) when it cannot make its next WAL
-// segment, and its crash recovery needs one to start again, so a load that
-// took the last of the space left the server unable to start until space
-// was freed by hand. Two segments: the guard reads the free space every
-// guardEvery, and a load writing its data and WAL at 200 MB/s takes 10 MB
+// filesystem (and pg_wal's) with the default WAL segment size: two
+// segments (ReserveFor). PostgreSQL stops (PANIC) when it cannot make its
+// next WAL segment, and its crash recovery needs one to start again, so a
+// load that took the last of the space left the server unable to start
+// until space was freed by hand. The guard reads the free space every
+// guardEvery: a load writing its data and WAL at 200 MB/s takes 10 MB
 // between two reads, which leaves at least a segment.
 const Reserve = 2 * walSegment
+
+// ReserveFor is the reserve for a server's WAL segment size.
+func ReserveFor(segment int64) int64 {
+	if segment <= 0 {
+		segment = walSegment
+	}
+	return 2 * segment
+}
 
 var guardEvery = 50 * time.Millisecond
 
@@ -86,14 +100,21 @@ func (l *Load) Guard(ctx context.Context) (_ context.Context, stop func()) {
 				return
 			case <-t.C:
 			}
-			dir := l.dir.Load()
-			if dir == nil {
+			dirs := l.dirs.Load()
+			if dirs == nil {
 				continue
 			}
-			if sp := driver.SpaceAt(*dir); sp.Known && sp.Free < Reserve {
-				l.tripped.Store(&sp)
-				cancel()
-				return
+			for _, dir := range *dirs {
+				if free, ok := machine.FreeBytes(dir); ok && free < l.reserve.Load() {
+					sp := driver.SpaceAt(dir)
+					l.tripped.Store(&sp)
+					cancel()
+					// The load's connections go with the context, but a
+					// statement the server runs without reading from
+					// them (CREATE INDEX, VACUUM) goes on: cancel it.
+					l.cancelBackends()
+					return
+				}
 			}
 		}
 	}()
@@ -157,7 +178,18 @@ func (l *Load) Check(ctx context.Context, conn *pgx.Conn, tables int64) error {
 		return nil
 	}
 	l.locate(ctx, conn)
-	if !l.space.Known || l.Force {
+	if !l.space.Known {
+		return nil
+	}
+	reserve := l.reserve.Load()
+	if l.Force {
+		// Even --force cannot take the reserve: the guard would stop the
+		// load at once.
+		if sp := driver.SpaceAt(l.space.Dir); sp.Known && sp.Free < reserve {
+			return errs.New(errs.KindEnvironment, fmt.Sprintf("free space on %s (or give the server a larger filesystem)", sp.Where()),
+				"no room for %s: %s, less than the %s tunebench keeps free for the server's WAL (it needs room to go on, and to recover after a crash)",
+				l.What, sp, human.Bytes(reserve))
+		}
 		return nil
 	}
 	// A checkpoint lets the server remove or recycle the WAL segments it
@@ -170,7 +202,7 @@ func (l *Load) Check(ctx context.Context, conn *pgx.Conn, tables int64) error {
 	l.space = sp
 	maxWAL, reuse := walFigures(ctx, conn)
 	n := NeedFor(tables, maxWAL, reuse)
-	if n.Total() <= sp.Free {
+	if n.Total()+reserve <= sp.Free {
 		return nil
 	}
 	after := ""
@@ -178,7 +210,7 @@ func (l *Load) Check(ctx context.Context, conn *pgx.Conn, tables int64) error {
 		after = " after the drop of the old tables"
 	}
 	hint := fmt.Sprintf("free space on %s, load %s, or add --force to load anyway", sp.Where(), l.Smaller)
-	if reuse >= Reserve {
+	if reuse >= reserve {
 		// After a load that failed, pg_wal keeps the segments its
 		// checkpoints recycled: the next load's WAL fills them first
 		// (counted above), its tables cannot have them. PostgreSQL
@@ -188,7 +220,7 @@ func (l *Load) Check(ctx context.Context, conn *pgx.Conn, tables int64) error {
 		// smaller load, which reuses them, or more space.
 		after += fmt.Sprintf("; pg_wal keeps %s of WAL segments an earlier load's checkpoints recycled, which this load's WAL fills first but its tables cannot use (PostgreSQL removes them only once its WAL has moved past them)", human.Bytes(reuse))
 	}
-	return errs.New(errs.KindEnvironment, hint, "not enough space for %s: it needs about %s; %s%s", l.What, n, sp, after)
+	return errs.New(errs.KindEnvironment, hint, "not enough space for %s: it needs about %s, and tunebench keeps %s free for the server's WAL; %s%s", l.What, n, human.Bytes(reserve), sp, after)
 }
 
 // walFigures reads max_wal_size and the bytes of the WAL segments pg_wal
@@ -255,8 +287,39 @@ func (l *Load) locate(ctx context.Context, conn *pgx.Conn) {
 	}
 	l.space = driver.SpaceAt(dir)
 	if l.space.Known {
-		l.dir.Store(&l.space.Dir)
+		dirs := []string{l.space.Dir}
+		// pg_wal may be a link to another filesystem (a WAL device).
+		if wal, err := filepath.EvalSymlinks(filepath.Join(dir, "pg_wal")); err == nil {
+			if ws := driver.SpaceAt(wal); ws.Known && ws.Mount != "" && ws.Mount != l.space.Mount {
+				dirs = append(dirs, wal)
+			}
+		}
+		l.dirs.Store(&dirs)
 	}
+	if l.reserve.Load() == 0 {
+		l.reserve.Store(Reserve)
+	}
+	if conn != nil {
+		var seg int64
+		if err := conn.QueryRow(ctx, "select pg_size_bytes(current_setting('wal_segment_size'))").Scan(&seg); err == nil {
+			l.reserve.Store(ReserveFor(seg))
+		}
+	}
+}
+
+// cancelBackends cancels what the server runs for this load's database on
+// tunebench's connections (application_name tunebench), on a connection
+// of its own.
+func (l *Load) cancelBackends() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := l.Target.Connect(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	_, _ = conn.Exec(ctx, `select pg_cancel_backend(pid) from pg_stat_activity
+		where datname = current_database() and pid <> pg_backend_pid() and application_name = 'tunebench' and state <> 'idle'`)
 }
 
 // Error turns a disk-full error of the load into one of kind environment
@@ -272,7 +335,7 @@ func (l *Load) Error(ctx context.Context, err error, next string) error {
 	if sp := l.tripped.Load(); sp != nil {
 		return &errs.Error{Kind: errs.KindEnvironment,
 			Msg: fmt.Sprintf("the %s load is incomplete: tunebench stopped it with %s free on %s, keeping %s for the server's WAL (it needs room to go on, and to recover after a crash)",
-				l.What, human.Bytes(sp.Free), sp.Where(), human.Bytes(Reserve)),
+				l.What, human.Bytes(sp.Free), sp.Where(), human.Bytes(l.reserve.Load())),
 			Hint: "free space on " + sp.Where() + " (or give the server a larger filesystem), then " + next}
 	}
 	if !driver.IsDiskFull(err) && !connLost(err) {

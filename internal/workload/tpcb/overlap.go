@@ -3,7 +3,7 @@ package tpcb
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"hash/crc32"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -66,15 +66,26 @@ func outside(rep CheckReport, committed, ambiguous int64, why string) CheckRepor
 // ("tunetpcb"); advisory locks are per database.
 const runLockKey int64 = 0x74756e6574706362
 
+// The mark's order: the lock first, then the counter, then the count of
+// the others' locks. Of two runs starting together, the one that counts
+// second sees the other's lock, and the other sees the counter grow.
 func pgMark(ctx context.Context, conn *pgx.Conn) (runMark, error) {
 	var m runMark
-	if _, err := conn.Exec(ctx, "alter table "+MetaTable+" add column if not exists runs_started bigint"); err != nil {
+	if _, err := conn.Exec(ctx, "select pg_advisory_lock_shared($1)", runLockKey); err != nil {
 		return m, err
+	}
+	var has bool
+	if err := conn.QueryRow(ctx, `select exists (select 1 from pg_attribute
+		where attrelid = to_regclass($1) and attname = 'runs_started' and not attisdropped)`, MetaTable).Scan(&has); err != nil {
+		return m, err
+	}
+	if !has {
+		// ALTER TABLE locks the table whole: only when the column is missing.
+		if _, err := conn.Exec(ctx, "alter table "+MetaTable+" add column if not exists runs_started bigint"); err != nil {
+			return m, err
+		}
 	}
 	if err := conn.QueryRow(ctx, "update "+MetaTable+" set runs_started = coalesce(runs_started, 0) + 1 returning runs_started").Scan(&m.started); err != nil {
-		return m, err
-	}
-	if _, err := conn.Exec(ctx, "select pg_advisory_lock_shared($1)", runLockKey); err != nil {
 		return m, err
 	}
 	err := conn.QueryRow(ctx, `select count(*) from pg_locks where locktype = 'advisory' and granted
@@ -98,19 +109,35 @@ func pgStarted(ctx context.Context, conn *pgx.Conn) (int64, error) {
 // counter).
 const markSlots = 16
 
-// mariaSlot is the name of MariaDB lock slot i of database db (at most 64
-// characters).
+// mariaSlot is the name of MariaDB lock slot i of database db: a hash of
+// the name, so that every database has its own whatever its length.
 func mariaSlot(db string, i int) string {
-	if len(db) > 40 {
-		db = db[:40]
-	}
-	return "tunebench_tpcb_" + db + "_" + strconv.Itoa(i)
+	return fmt.Sprintf("tunebench_tpcb_%08x_%d", crc32.ChecksumIEEE([]byte(db)), i)
 }
 
+// mariaMark takes the first free slot (GET_LOCK says whether it got it:
+// another run may take the same one first), then counts the run, then the
+// other slots in use (the order of pgMark).
 func mariaMark(ctx context.Context, a target.Admin, db string) (runMark, error) {
 	var m runMark
-	if _, err := a.Exec(ctx, "ALTER TABLE "+MetaTable+" ADD COLUMN IF NOT EXISTS runs_started BIGINT"); err != nil {
+	mine := -1
+	for i := 0; i < markSlots && mine < 0; i++ {
+		var got *int64
+		if err := a.QueryRow(ctx, "SELECT GET_LOCK(?, 0)", mariaSlot(db, i)).Scan(&got); err != nil {
+			return m, err
+		}
+		if got != nil && *got == 1 {
+			mine = i
+		}
+	}
+	var has int64
+	if err := a.QueryRow(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'runs_started'", MetaTable).Scan(&has); err != nil {
 		return m, err
+	}
+	if has == 0 {
+		if _, err := a.Exec(ctx, "ALTER TABLE "+MetaTable+" ADD COLUMN IF NOT EXISTS runs_started BIGINT"); err != nil {
+			return m, err
+		}
 	}
 	// LAST_INSERT_ID(x) keeps x for this connection: another run's
 	// increment between the update and the read cannot change it.
@@ -120,22 +147,16 @@ func mariaMark(ctx context.Context, a target.Admin, db string) (runMark, error) 
 	if err := a.QueryRow(ctx, "SELECT LAST_INSERT_ID()").Scan(&m.started); err != nil {
 		return m, err
 	}
-	free := -1
 	for i := 0; i < markSlots; i++ {
+		if i == mine {
+			continue
+		}
 		var holder *int64
 		if err := a.QueryRow(ctx, "SELECT IS_USED_LOCK(?)", mariaSlot(db, i)).Scan(&holder); err != nil {
 			return m, err
 		}
 		if holder != nil {
 			m.others++
-		} else if free < 0 {
-			free = i
-		}
-	}
-	if free >= 0 {
-		var got *int64
-		if err := a.QueryRow(ctx, "SELECT GET_LOCK(?, 0)", mariaSlot(db, free)).Scan(&got); err != nil {
-			return m, err
 		}
 	}
 	return m, nil

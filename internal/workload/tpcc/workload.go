@@ -244,7 +244,6 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 	env.Note("%s into %s with %d jobs (%s)", what, t.Describe(), lo.Workers, why)
 	var dataStart time.Duration = -1
 	gctx, stop := lo.Space.Guard(ctx)
-	defer stop()
 	st, err := Load(gctx, t.Connect, lo, func(p LoadProgress) {
 		if p.Phase == PhaseData && dataStart < 0 {
 			dataStart = p.Elapsed
@@ -256,6 +255,7 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 		env.Progress(workload.LoadProgress{What: what, Rows: p.Rows, TotalRows: p.TotalRows, Frac: loadFraction(p),
 			ETA: loadETA(p, dataStart), Elapsed: p.Elapsed, Final: p.Phase == PhaseDone})
 	})
+	stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, errs.Wrap(errs.KindInterrupted, err, "finish it with `tunebench load tpcc --resume`, or start over with --drop",

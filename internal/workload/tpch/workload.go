@@ -190,7 +190,6 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 	}
 	env.Note("loading tpch scale %g into %s with %d jobs (%s)", lo.Scale, t.Describe(), lo.Workers, why)
 	gctx, stop := lo.Space.Guard(ctx)
-	defer stop()
 	st, err := Load(gctx, t.Connect, lo, func(p LoadProgress) {
 		what := p.Phase
 		if p.Detail != "" {
@@ -198,6 +197,7 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 		}
 		env.Progress(workload.LoadProgress{What: what, Rows: p.Rows, TotalRows: p.TotalRows, Frac: p.Frac, ETA: p.ETA, Elapsed: p.Elapsed, Final: p.Phase == "done"})
 	})
+	stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, errs.Wrap(errs.KindInterrupted, err, fmt.Sprintf("run `tunebench load tpch --scale %g` again to resume (finished tables are kept), or add --drop to start over", lo.Scale),
