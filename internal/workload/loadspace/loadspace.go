@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -48,8 +47,8 @@ type Load struct {
 	found   bool         // locate ran
 	dropped bool         // the load dropped an earlier one (AfterDrop)
 
-	// The guard's: the directories it watches (the data directory, and
-	// pg_wal's when it is on another filesystem; set once located), the
+	// The guard's: the directories it watches (the data directory's; set
+	// once located), the
 	// free space it keeps (two WAL segments), and the space it found
 	// under it (Guard).
 	dirs    atomic.Pointer[[]string]
@@ -287,13 +286,11 @@ func (l *Load) locate(ctx context.Context, conn *pgx.Conn) {
 	}
 	l.space = driver.SpaceAt(dir)
 	if l.space.Known {
+		// The data directory's filesystem only: a separate WAL device is
+		// small by design and lives with little free space (its segments
+		// are preallocated and recycled), and watching it against the
+		// same reserve stopped loads that fit.
 		dirs := []string{l.space.Dir}
-		// pg_wal may be a link to another filesystem (a WAL device).
-		if wal, err := filepath.EvalSymlinks(filepath.Join(dir, "pg_wal")); err == nil {
-			if ws := driver.SpaceAt(wal); ws.Known && ws.Mount != "" && ws.Mount != l.space.Mount {
-				dirs = append(dirs, wal)
-			}
-		}
 		l.dirs.Store(&dirs)
 	}
 	if l.reserve.Load() == 0 {
