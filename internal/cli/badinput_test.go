@@ -39,8 +39,10 @@ func TestBadInput(t *testing.T) {
 	}{
 		{name: "unknown script", args: run("--script", "tpcb-lite"), code: 2,
 			want: []string{"tpcb-lite", "tpcb-like", "simple-update", "select-only"}},
-		{name: "progress without a unit (pgbench's -P 5)", args: run("-P", "5"), code: 2,
-			want: []string{`"5" for "-P, --progress" flag: must be a duration with a unit, like 5s, not a bare number`}},
+		// -P takes a bare number as seconds (pgbench's -P 5); the other
+		// durations keep their unit.
+		{name: "duration without a unit", args: run("-T", "60"), code: 2,
+			want: []string{"--duration must be a duration with a unit, like 60s, not a bare number"}},
 		{name: "progress not a duration", args: run("-P", "often"), code: 2,
 			want: []string{"often", "--progress", "must be a duration like 5s", "see --help"}},
 		{name: "negative progress", args: run("-P", "-5s"), code: 2,

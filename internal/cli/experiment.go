@@ -64,7 +64,7 @@ experiment of the same name, skipping the runs that completed.`,
 	rf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the expanded plan and a time estimate, and make the checks that touch nothing; run nothing")
 	cmd.Flags().BoolVar(&resume, "resume", false, "continue the experiment of the same name in the store, skipping completed runs")
-	cmd.Flags().Var(option.DurationFlag{P: &progress}, "progress", "progress line interval within each run (0 = none)")
+	cmd.Flags().Var(option.SecondsFlag{P: &progress}, "progress", "progress line interval within each run, e.g. 5s (a bare number is seconds; 0 = none)")
 	cmd.Flags().BoolVar(&allowDestroy, "allow-destroy", false, "let storage layouts make filesystems on the real devices they name, erasing them")
 	lf.add(cmd.Flags())
 	return cmd

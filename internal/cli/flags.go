@@ -151,7 +151,7 @@ func addRunFlags(cmd *cobra.Command, w workload.Workload, rf *runFlags) {
 	}
 	if executed {
 		rf.progress = time.Second
-		fs.VarP(option.DurationFlag{P: &rf.progress}, "progress", "P", "progress line interval (0 = none)")
+		fs.VarP(option.SecondsFlag{P: &rf.progress}, "progress", "P", "progress line interval, e.g. 5s (a bare number is seconds, as pgbench -P; 0 = none)")
 		fs.StringVar(&rf.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the driver to this file (for tuning tunebench itself)")
 		_ = fs.MarkHidden("cpuprofile")
 	}

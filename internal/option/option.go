@@ -468,6 +468,28 @@ func (f DurationFlag) Set(text string) error {
 func (f DurationFlag) String() string { return f.P.String() }
 func (f DurationFlag) Type() string   { return "duration" }
 
+// SecondsFlag is a duration flag that also takes a bare number as seconds,
+// as pgbench's -P does (--progress): the one flag where a habit of
+// pgbench's users costs nothing, a progress interval being seconds in
+// every tool. Other durations keep their unit (a bare --duration 60 could
+// be read as minutes by a HammerDB user).
+type SecondsFlag struct{ P *time.Duration }
+
+func (f SecondsFlag) Set(text string) error {
+	t := strings.TrimSpace(text)
+	if v, err := strconv.ParseFloat(t, 64); err == nil {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("must not be negative (%s)", t)
+		}
+		*f.P = time.Duration(v * float64(time.Second))
+		return nil
+	}
+	return DurationFlag(f).Set(text)
+}
+
+func (f SecondsFlag) String() string { return f.P.String() }
+func (f SecondsFlag) Type() string   { return "duration" }
+
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "0" {

@@ -133,3 +133,30 @@ func TestDurationFlag(t *testing.T) {
 		t.Errorf("String %q Type %q", f.String(), f.Type())
 	}
 }
+
+// TestSecondsFlag: --progress takes a bare number as seconds (pgbench's
+// -P 5), and durations as the other flags do.
+func TestSecondsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    time.Duration
+		errPart string
+	}{
+		{"5", 5 * time.Second, ""},
+		{"0.5", 500 * time.Millisecond, ""},
+		{"0", 0, ""},
+		{"2s", 2 * time.Second, ""},
+		{"250ms", 250 * time.Millisecond, ""},
+		{"-5", 0, "must not be negative"},
+		{"often", 0, "must be a duration like 5s"},
+	} {
+		d := time.Minute
+		err := SecondsFlag{P: &d}.Set(tc.in)
+		switch {
+		case tc.errPart == "" && (err != nil || d != tc.want):
+			t.Errorf("%q: %v, %v; want %v", tc.in, d, err, tc.want)
+		case tc.errPart != "" && (err == nil || !strings.Contains(err.Error(), tc.errPart)):
+			t.Errorf("%q: error %v, want one with %q", tc.in, err, tc.errPart)
+		}
+	}
+}
