@@ -444,3 +444,35 @@ func TestHugeScriptRefused(t *testing.T) {
 		t.Errorf("two files of 60,000 commands: %v", err)
 	}
 }
+
+// TestBinaryScriptRefused: a binary file (or one not in UTF-8) given as a
+// script is refused when it is read, naming the file, the offset and the
+// line of the first byte that is not text.
+func TestBinaryScriptRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"nul.sql", []byte("SELECT 1;\nSELECT 2\x00;\n"), "offset 18 (line 2) is a NUL byte"},
+		{"latin1.sql", []byte("SELECT 1;\nSELECT 'caf\xe9';\n"), "offset 21 (line 2) is byte 0xe9, not UTF-8"},
+		{"elf", []byte("\x7fELF\x02\x01\x01\x00\x00"), "offset 7 (line 1) is a NUL byte"},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, c.body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := loadProgram([]FileSpec{{Path: path, Weight: 1}}, nil, false)
+		if errs.KindOf(err) != errs.KindUsage || !strings.Contains(err.Error(), path+" is not a text script: "+c.want) || !strings.Contains(errs.HintOf(err), "UTF-8") {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	ok := filepath.Join(dir, "ok.sql")
+	if err := os.WriteFile(ok, []byte("SELECT 'café';\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadProgram([]FileSpec{{Path: ok, Weight: 1}}, nil, false); err != nil {
+		t.Errorf("a UTF-8 script: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/target"
@@ -175,6 +177,9 @@ func loadProgram(files []FileSpec, defines []Define, allowShell bool) (*program,
 		b, err := os.ReadFile(f.Path)
 		if err != nil {
 			return nil, errs.Usage("give the path of a pgbench script file (the built-in scripts are in examples/scripts/ of tunebench's source)", "script file %s: %v", f.Path, err)
+		}
+		if err := textFile(f.Path, b); err != nil {
+			return nil, err
 		}
 		s, err := Parse(f.Path, string(b), p.scope, ParseOptions{AllowShell: allowShell, MaxCommands: maxScriptCommands, Before: commands})
 		if err != nil {
@@ -464,4 +469,33 @@ func (p *program) names() []string {
 		}
 	}
 	return out
+}
+
+// textFile refuses a file that is not UTF-8 text (a binary given by
+// mistake: sent to the server, it failed there with a protocol error),
+// naming the first byte that is not, by its offset and line.
+func textFile(path string, b []byte) error {
+	at, what := -1, ""
+	if k := bytes.IndexByte(b, 0); k >= 0 {
+		at, what = k, "a NUL byte"
+	}
+	if !utf8.Valid(b) {
+		k := 0
+		for k < len(b) {
+			r, n := utf8.DecodeRune(b[k:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			k += n
+		}
+		if at < 0 || k < at {
+			at, what = k, fmt.Sprintf("byte 0x%02x, not UTF-8", b[k])
+		}
+	}
+	if at < 0 {
+		return nil
+	}
+	line := 1 + bytes.Count(b[:at], []byte("\n"))
+	return errs.Usage("give a text file of SQL and meta-commands in UTF-8 (a file in another encoding: convert it, e.g. iconv -f LATIN1 -t UTF-8)",
+		"%s is not a text script: offset %d (line %d) is %s", path, at, line, what)
 }

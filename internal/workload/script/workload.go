@@ -170,6 +170,9 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 	}
 	// The statements one by one, each in its own transaction unless the
 	// file makes one (VACUUM and CREATE INDEX CONCURRENTLY need that).
+	if err := textFile(file, b); err != nil {
+		return nil, err
+	}
 	parsed, err := Parse(file, string(b), NewScope(), ParseOptions{})
 	if err != nil {
 		return nil, usageOf(err)
