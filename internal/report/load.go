@@ -61,15 +61,19 @@ type runData struct {
 // mistyped fields are left zero. per_transaction is the time profile of
 // runs stored without histograms.
 type summaryFields struct {
-	Script         string             `json:"script"`
-	Mode           string             `json:"mode"`
-	Clients        int                `json:"clients"`
-	LatencyMs      map[string]float64 `json:"latency_ms"`
-	Errors         int64              `json:"errors"`
-	ErrorsPct      float64            `json:"errors_pct"`
-	Settings       map[string]string  `json:"settings_applied"`
-	PerTransaction []txnStats         `json:"per_transaction"`
-	DurationS      float64            `json:"duration_s"`
+	Script    string             `json:"script"`
+	Mode      string             `json:"mode"`
+	Clients   int                `json:"clients"`
+	LatencyMs map[string]float64 `json:"latency_ms"`
+	Errors    int64              `json:"errors"`
+	// QueryErrors and TimedOut are tpch's failed queries (its summary has
+	// no executor's errors): the run table's errors for such a run.
+	QueryErrors    int64             `json:"query_errors"`
+	TimedOut       int64             `json:"timed_out"`
+	ErrorsPct      float64           `json:"errors_pct"`
+	Settings       map[string]string `json:"settings_applied"`
+	PerTransaction []txnStats        `json:"per_transaction"`
+	DurationS      float64           `json:"duration_s"`
 	// Outages are the windows of connection errors with nothing
 	// completing, in seconds since the measurement start (the time base of
 	// the stored series).

@@ -41,7 +41,8 @@ func runRowOf(rd *runData) runRow {
 		row.P95 = fmtMs(v)
 	}
 	if rd.Kind == kindDB {
-		row.Errors = strconv.FormatInt(rd.Sum.Errors, 10)
+		// A query run (tpch) counts its failed and timed-out queries.
+		row.Errors = strconv.FormatInt(rd.Sum.Errors+rd.Sum.QueryErrors+rd.Sum.TimedOut, 10)
 	}
 	return row
 }
