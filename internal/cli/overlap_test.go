@@ -45,3 +45,18 @@ func TestOverlappingRuns(t *testing.T) {
 	db := loadedDB(h, srv)
 	overlappingRuns(t, h, "--server-dir", srv.Dir(), "-d", db)
 }
+
+// TestResultsListSeconds: `results list` shows the measured window, with
+// the warm-up apart, not the whole run's wall time (issue 41 item 5).
+func TestResultsListSeconds(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := pg.Server(t)
+	db := loadedDB(h, srv)
+	results := tempPath(t, "results.db")
+	h.must(0, "run", "tpcb", "--server-dir", srv.Dir(), "-d", db, "-c", "2", "-T", "1s", "--warmup", "1s", "-P", "0", "--results", results)
+	r := h.must(0, "results", "list", "--results", results)
+	if !strings.Contains(r.stdout, " 1.0 (+1.0 warm-up) ") {
+		t.Errorf("results list:\n%s", r)
+	}
+}

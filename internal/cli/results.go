@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -79,7 +80,7 @@ func newResultsListCmd(s *State) *cobra.Command {
 			io.WriteString(tw, "ID\tSTARTED\tWORKLOAD\tVARIANT\tSTATUS\tSECONDS\tSUMMARY\n")
 			for _, r := range runs {
 				io.WriteString(tw, strconv.FormatInt(r.ID, 10)+"\t"+r.StartedAt.Local().Format("2006-01-02 15:04:05")+"\t"+r.Workload+"\t"+r.Variant+"\t"+r.Status+"\t"+
-					strconv.FormatFloat(r.EndedAt.Sub(r.StartedAt).Seconds(), 'f', 1, 64)+"\t"+s.oneLineSummary(r.Workload, r.Summary)+"\n")
+					s.listSeconds(r.Summary, r.EndedAt.Sub(r.StartedAt))+"\t"+s.oneLineSummary(r.Workload, r.Summary)+"\n")
 			}
 			return tw.Flush()
 		},
@@ -89,6 +90,22 @@ func newResultsListCmd(s *State) *cobra.Command {
 	cmd.Flags().StringVar(&f.Experiment, "experiment", "", "only runs of this experiment (quickstart runs are \"quickstart\")")
 	cmd.Flags().IntVar(&f.Limit, "limit", 50, "at most this many runs (0 = all)")
 	return cmd
+}
+
+// listSeconds is a run's length for `results list`: the measured window
+// its figures cover, with the warm-up (tpcc's ramp-up) before it apart;
+// the whole run's wall time for a run the executor did not measure.
+func (s *State) listSeconds(raw json.RawMessage, wall time.Duration) string {
+	if len(raw) > 0 {
+		if sum, err := results.Decode(raw, s.Registry.Extras()); err == nil && sum.Measured != nil && sum.DurationS > 0 {
+			out := strconv.FormatFloat(sum.DurationS, 'f', 1, 64)
+			if sum.WarmupS > 0 {
+				out += " (+" + strconv.FormatFloat(sum.WarmupS, 'f', 1, 64) + " warm-up)"
+			}
+			return out
+		}
+	}
+	return strconv.FormatFloat(wall.Seconds(), 'f', 1, 64)
 }
 
 // oneLineSummary is a stored run's one-line result, from its workload's
