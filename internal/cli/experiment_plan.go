@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tunebench/tunebench/internal/experiment"
+	"github.com/tunebench/tunebench/internal/target"
 )
 
 // printPlan is the dry run: the schedule as a table and the estimate.
@@ -26,15 +27,26 @@ func printPlan(s *State, p *experiment.Plan, todo func(int) bool, seedChosen boo
 	if p.Description != "" {
 		s.printf("  %s\n", p.Description)
 	}
+	db := ", database " + p.Database
+	if w := p.WorkloadSpec(); w != nil && w.NoDatabase {
+		db = " (" + p.Workload + " uses no database)"
+	}
 	switch {
 	case spec.Target.DSN != "":
-		s.printf("target: %s, database %s\n", spec.Target.DSN, p.Database)
+		s.printf("target: %s%s\n", spec.Target.DSN, db)
 	case spec.Target.Managed.Dir != "":
-		s.printf("target: managed server in %s, database %s\n", spec.Target.Managed.Dir, p.Database)
+		s.printf("target: managed server in %s%s\n", spec.Target.Managed.Dir, db)
 	case len(p.Configs) > 0 && p.Configs[0].DataDir != "":
-		s.printf("target: a managed server per data_dir value, database %s\n", p.Database)
+		s.printf("target: a managed server per data_dir value%s\n", db)
 	default:
-		s.printf("target: a managed server in a temporary directory, database %s\n", p.Database)
+		s.printf("target: a managed server in a temporary directory%s\n", db)
+	}
+	if c := spec.Target.RestartCommand; c != "" {
+		limit := spec.Target.RestartTimeout
+		if limit == 0 {
+			limit = target.DefaultRestartTimeout
+		}
+		s.printf("restart command: %s (at most %s; run for each restart, including those that restore the settings)\n", c, limit)
 	}
 	if len(p.BaseSettings) > 0 {
 		s.printf("base settings: %s\n", experiment.SettingsText(p.BaseSettings))
@@ -50,6 +62,9 @@ func printPlan(s *State, p *experiment.Plan, todo func(int) bool, seedChosen boo
 		order += fmt.Sprintf(" (seed %d)", p.Seed)
 	}
 	reset := "none (runs share the data)"
+	if w := p.WorkloadSpec(); w != nil && w.NoDatabase {
+		reset = "none (no data in a database)"
+	}
 	if p.Reset == experiment.ResetTemplate {
 		reset = "template copy before every run"
 		if p.ResetEvery == experiment.ResetEveryConfiguration {

@@ -87,3 +87,44 @@ func TestDryRunRefusesWhatTheRunRefuses(t *testing.T) {
 		t.Errorf("layout check counts:\n%s", r)
 	}
 }
+
+// TestDryRunShowsRestartCommand: the plan of a remote target shows the
+// restart command it will run, at each restart and at the restore.
+func TestDryRunShowsRestartCommand(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	path := writeExperiment(t, `name: rc
+target:
+  dsn: host=127.0.0.1 port=5432 dbname=postgres
+  restart_command: ssh db1 sudo systemctl restart postgresql
+  restart_timeout: 10m
+workload:
+  name: tpcb
+  options: {scale: 1, duration: 1s}
+matrix:
+  settings:
+    shared_buffers: [128MB, 256MB]
+`)
+	r := h.must(0, "experiment", "run", path, "--dry-run")
+	for _, want := range []string{"restart command: ssh db1 sudo systemctl restart postgresql (at most 10m0s",
+		"(restart: ssh db1 sudo systemctl restart postgresql)", "restore the settings (a setting that needs it: restart: ssh db1"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, r)
+		}
+	}
+}
+
+// TestNoDatabaseExperiment: an experiment of a workload that uses no
+// database (storage, fsblog) makes no benchmark database, template, load
+// or reset (issue 41 item 6).
+func TestNoDatabaseExperiment(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	for _, f := range []string{"../../examples/readahead-fio.yaml", "../../examples/fsblog-cache-blown.yaml"} {
+		r := h.must(0, "experiment", "run", f, "--dry-run")
+		if !strings.Contains(r.stdout, "uses no database)") || !strings.Contains(r.stdout, "reset: none (no data in a database)") ||
+			strings.Contains(r.stdout, "template") || strings.Contains(r.stdout, "-- load ") || strings.Contains(r.stdout, "recreate") {
+			t.Errorf("%s:\n%s", f, r)
+		}
+	}
+}

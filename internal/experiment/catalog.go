@@ -48,6 +48,9 @@ type Workload struct {
 	// Runnable is false for workloads whose runs cannot execute in this
 	// build yet: their files parse and dry-run, and Execute refuses them.
 	Runnable bool
+	// NoDatabase: the workload uses no database (storage, fsblog): the
+	// experiment makes no benchmark database, template, load or reset.
+	NoDatabase bool
 	// RunTime estimates one run (its in-run warm-up or ramp-up included)
 	// from the run's options; known is false when it cannot be told in
 	// advance (a count of transactions instead of a duration).

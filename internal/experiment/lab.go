@@ -46,7 +46,7 @@ func CatalogOf(reg *workload.Registry) Catalog {
 		}
 		_, loads := w.(workload.Loader)
 		ew := &Workload{Name: w.Meta().Name, Description: w.Meta().Description, XAxis: h.XAxis, Metric: h.Metric,
-			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0}
+			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0, NoDatabase: len(w.Meta().Dialects) == 0}
 		ew.RunTime = func(o Options) (time.Duration, bool) { return workload.RunTimeByRoles(w, o) }
 		if e, ok := w.(workload.Estimator); ok {
 			ew.RunTime, ew.LoadTime, ew.DataBytes = e.RunTime, e.LoadTime, e.DataBytes
@@ -493,6 +493,15 @@ func (lt *labTarget) loadMarker(cfg *Config) string {
 	return marker + " data: " + lt.lab.Plan.Workload + " " + string(b)
 }
 
+// runTarget is the target a run gets: the benchmark database, or for a
+// workload that uses none the server's own.
+func (lt *labTarget) runTarget() target.Target {
+	if w := lt.lab.Plan.WorkloadSpec(); w != nil && w.NoDatabase {
+		return lt.t
+	}
+	return lt.t.WithDatabase(lt.lab.Plan.Database)
+}
+
 // Load loads cfg's data into the template database (reset: template) or
 // the benchmark database (reset: none), unless a complete load of the same
 // data is there (its marker says so: it is set only at the end).
@@ -599,7 +608,7 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 		lv = lt.lab.Live(lt.w, req.Index, req.Plan.DescribeRun(req.Index))
 	}
 	sum, err := lifecycle.Run(ctx, &lifecycle.Request{
-		Workload: r, Target: lt.t.WithDatabase(lt.lab.Plan.Database), Options: o, Progress: lt.lab.Progress,
+		Workload: r, Target: lt.runTarget(), Options: o, Progress: lt.lab.Progress,
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
 		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
 		Envelope: envelopeRecord(lt.envelope), Kernel: lt.lab.kernelRecord(), EnvelopeUsage: lt.usageSince(), Enclose: enclose,

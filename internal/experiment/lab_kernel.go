@@ -243,7 +243,7 @@ func (lt *labTarget) restoreQueue() error {
 // server's files and layout are.
 func (lt *labTarget) HookVars() map[string]string {
 	out := map[string]string{}
-	if ce, ok := lt.t.WithDatabase(lt.lab.Plan.Database).(target.ClientEnver); ok {
+	if ce, ok := lt.runTarget().(target.ClientEnver); ok {
 		out = ce.ClientEnv()
 	}
 	if lt.layout != nil {

@@ -158,6 +158,10 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 		Database: s.Target.Database, BaseSettings: s.Target.Settings, BaseKernel: s.Target.Kernel, Hooks: s.Hooks,
 		workload: w, spec: s, costs: DefaultCosts(), OptionNames: w.OptionNames(),
 	}
+	if w.NoDatabase {
+		// Nothing to reset: the workload keeps no data in a database.
+		p.Reset, p.ResetEvery = ResetNone, ""
+	}
 	p.TargetKind = "managed"
 	if s.Target.Managed == nil {
 		p.TargetKind = "dsn"

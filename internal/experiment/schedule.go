@@ -142,7 +142,7 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 				steps = append(steps, Step{Kind: StepKernel, Config: r.Config, Kernel: diff, Estimate: 100 * time.Millisecond})
 			}
 		}
-		if k := p.loadKey(cfg); k != curLoad {
+		if k := p.loadKey(cfg); k != curLoad && !p.noDatabase() {
 			var est time.Duration
 			if p.workload != nil && p.workload.LoadTime != nil {
 				est = p.workload.LoadTime(cfg.Load)
@@ -354,6 +354,9 @@ func (p *Plan) DescribeStep(s Step) string {
 		how := "reload"
 		if s.Restart {
 			how = "restart"
+			if p.TargetKind == "dsn" && p.spec != nil && p.spec.Target.RestartCommand != "" {
+				how += ": " + p.spec.Target.RestartCommand
+			}
 		}
 		return "apply " + settingsText(s.Settings) + " (" + how + ")"
 	case StepReset:
@@ -364,6 +367,9 @@ func (p *Plan) DescribeStep(s Step) string {
 		return p.describeRun(s.Run)
 	case StepClose:
 		if p.TargetKind == "dsn" {
+			if p.spec != nil && p.spec.Target.RestartCommand != "" {
+				return "restore the settings (a setting that needs it: restart: " + p.spec.Target.RestartCommand + ")"
+			}
 			return "restore the settings"
 		}
 		return "restore the settings and stop the server"
@@ -381,3 +387,7 @@ func (p *Plan) optionSpec(name string) (*Option, bool) {
 	}
 	return p.workload.Option(name)
 }
+
+// noDatabase reports whether the workload uses no database (no load, no
+// reset, no benchmark database).
+func (p *Plan) noDatabase() bool { return p.workload != nil && p.workload.NoDatabase }

@@ -27,7 +27,7 @@ const shardWait = 2 * time.Minute
 // measures the server.
 func (lt *labTarget) runShards(ctx context.Context, req RunRequest, r workload.Runner, o option.Values, link store.PlanLink, n int) (RunResult, error) {
 	key := fmt.Sprintf("%s-run%d-%d", req.Experiment, req.Index+1, time.Now().UnixNano())
-	tgt := lt.t.WithDatabase(lt.lab.Plan.Database)
+	tgt := lt.runTarget()
 	type outcome struct {
 		sum *results.Summary
 		err error
