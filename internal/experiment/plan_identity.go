@@ -49,6 +49,16 @@ func (p *Plan) SameRunsAs(stored *Plan) bool {
 	if stored.Fingerprint == p.Fingerprint {
 		return true
 	}
+	if p.noDatabase() && (stored.Reset != p.Reset || stored.ResetEvery != p.ResetEvery) {
+		// A plan made before workloads without a database had no reset:
+		// the template reset it had changes no run.
+		q := *p
+		q.Reset, q.ResetEvery = stored.Reset, stored.ResetEvery
+		if q.fingerprint() == stored.Fingerprint {
+			return true
+		}
+		p = &q
+	}
 	if p.workload == nil || len(stored.Configs) != len(p.Configs) {
 		return false
 	}
@@ -91,7 +101,9 @@ func (p *Plan) Differences(q *Plan) []string {
 	if p.Workload != q.Workload {
 		out = append(out, fmt.Sprintf("workload %s, now %s", p.Workload, q.Workload))
 	}
-	if p.Reset != q.Reset || p.ResetEvery != q.ResetEvery {
+	// A workload that uses no database has no reset: plans made before
+	// that was known had the template reset, which changes no run.
+	if (p.Reset != q.Reset || p.ResetEvery != q.ResetEvery) && !p.noDatabase() && !q.noDatabase() {
 		out = append(out, fmt.Sprintf("reset %s/%s, now %s/%s", p.Reset, p.ResetEvery, q.Reset, q.ResetEvery))
 	}
 	if p.Database != q.Database {
