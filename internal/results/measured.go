@@ -19,6 +19,9 @@ type Measured struct {
 	Protocol string `json:"protocol"`
 	Clients  int    `json:"clients"`
 	Threads  int    `json:"threads"`
+	// ThreadsNote: why the clients had a thread each although --threads
+	// asked for fewer (TLS connections cannot be polled).
+	ThreadsNote string `json:"threads_note,omitempty"`
 	// FollowServer: the threads were pinned one per CPU and connections
 	// followed their server process; Handovers counts connections moved
 	// between threads.
@@ -112,7 +115,7 @@ func LatencyOf(h *metrics.Hist) Latency {
 // for the caller).
 func FromRun(res *run.Result) *Summary {
 	m := &Measured{
-		Clients: res.Workers, Threads: res.Threads, FollowServer: res.FollowServer, Handovers: res.Handovers, DurationS: res.MeasuredSeconds,
+		Clients: res.Workers, Threads: res.Threads, ThreadsNote: res.ThreadsNote, FollowServer: res.FollowServer, Handovers: res.Handovers, DurationS: res.MeasuredSeconds,
 		Transactions: res.Committed, TPS: res.TPS,
 		LatencyMs:  LatencyOf(res.Latency),
 		Outcomes:   map[string]int64{},

@@ -91,6 +91,9 @@ func OutcomeLines(s *Summary) []Block {
 	if m.FollowServer {
 		add("driver threads: %d, one pinned per CPU, following the server processes (%d connection handovers)", m.Threads, m.Handovers)
 	}
+	if m.ThreadsNote != "" {
+		add("driver threads: %s", m.ThreadsNote)
+	}
 	return out
 }
 

@@ -146,6 +146,9 @@ type runner struct {
 	reg     *metrics.Registry
 	workers []*workerState
 	threads int        // goroutines driving the workers
+	// muxDeclined says why the workers were not multiplexed as asked
+	// ("" when they were, or were not asked to be).
+	muxDeclined string
 	mux     *muxShared // multiplexed threads' shared state
 	outages outageTracker
 
@@ -712,6 +715,7 @@ func (r *runner) result(c *collector, unfinished int64) *Result {
 		Interrupted:      c.interrupted,
 		Workers:          r.cfg.Workers,
 		Threads:          r.threads,
+		ThreadsNote:      r.muxDeclined,
 		FollowServer:     r.followed(),
 		Handovers:        r.handovers(),
 		OpenLoop:         r.open,

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,7 @@ func (r *runner) multiplexable() bool {
 			for _, a := range ms[:i] {
 				a.Multiplex(false)
 			}
+			r.muxDeclined = fmt.Sprintf("the %d clients ran on a thread each, not on %d: their connections cannot be polled (TLS, or not a plain socket), so --threads did not apply", len(r.workers), t)
 			return false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -271,6 +272,10 @@ func muxFallback(t *testing.T) {
 	ff.checkClosed(t)
 	if res.Threads != 4 || res.Committed == 0 {
 		t.Fatalf("threads %d committed %d; want one goroutine per worker", res.Threads, res.Committed)
+	}
+	// The run says why --threads did not apply (TLS connections decline).
+	if want := "the 4 clients ran on a thread each, not on 2: their connections cannot be polled"; !strings.Contains(res.ThreadsNote, want) {
+		t.Errorf("threads note %q, want %q", res.ThreadsNote, want)
 	}
 	for _, w := range made {
 		if w.shared {

@@ -34,6 +34,9 @@ type Result struct {
 	// Threads is the number of goroutines that drove the workers: Workers,
 	// or fewer when they were multiplexed (Config.Threads).
 	Threads int
+	// ThreadsNote says why the workers had a thread each although fewer
+	// were asked for (their sessions declined to be multiplexed).
+	ThreadsNote string
 	// FollowServer: the multiplexed threads were pinned one per CPU and
 	// connections followed their server process (Config.FollowServer);
 	// Handovers counts the connections handed from one thread to another.
