@@ -5,6 +5,7 @@ package pg
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -300,8 +301,23 @@ func (t *Target) ConnectError(err error) error {
 		msg = fmt.Sprintf("still not accepting connections after %s: %s", se.waited, msg)
 	}
 	var ne net.Error
+	var unknownCA x509.UnknownAuthorityError
+	var badHost x509.HostnameError
+	var invalid x509.CertificateInvalidError
 	switch {
 	case pe != nil:
+	case errors.As(err, &unknownCA):
+		hint = "the server's TLS certificate is not signed by an authority this client trusts: give the CA that signed it with sslrootcert=FILE in the connection string (sslmode=verify-full checks the host name too), or sslmode=require to encrypt without checking who the server is"
+	case errors.As(err, &badHost):
+		names := strings.Join(badHost.Certificate.DNSNames, ", ")
+		if names == "" {
+			names = badHost.Certificate.Subject.CommonName
+		}
+		hint = fmt.Sprintf("the server's TLS certificate is for %s, not %s: connect by a name the certificate has (host=...), or ask for a certificate with this name; sslmode=verify-ca checks the authority without the name", names, badHost.Host)
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		hint = "the server's TLS certificate has expired or is not valid yet: renew it on the server, or check this machine's clock"
+	case errors.As(err, &invalid):
+		hint = "the server's TLS certificate is not valid for this use (" + invalid.Error() + "): check the certificate the server presents"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		hint = fmt.Sprintf("nothing listens on %s port %d: check that the server is running there, and its port and listen_addresses", t.Config.Host, t.Config.Port)
 	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):

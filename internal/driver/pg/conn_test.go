@@ -2,7 +2,9 @@ package pg
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -105,6 +107,30 @@ func TestParseErrorMasked(t *testing.T) {
 		msg := err.Error()
 		if strings.Contains(msg, "Sentinel") || !strings.Contains(msg, "cannot parse `") || strings.Count(msg, "`") != 2 || !strings.Contains(msg, "`: ") {
 			t.Errorf("%s: %s", dsn, msg)
+		}
+	}
+}
+
+// TestCertificateHints: a TLS certificate the client refuses gets a fix
+// that names the problem, not the generic connection one (issue 41 item
+// 8).
+func TestCertificateHints(t *testing.T) {
+	tg, err := ParseTarget("host=db1.example.com port=5432 user=u dbname=d", "", redact.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := &x509.Certificate{DNSNames: []string{"db2.example.com"}}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{x509.UnknownAuthorityError{Cert: cert}, "sslrootcert=FILE"},
+		{x509.HostnameError{Certificate: cert, Host: "db1.example.com"}, "is for db2.example.com, not db1.example.com"},
+		{x509.CertificateInvalidError{Cert: cert, Reason: x509.Expired}, "has expired or is not valid yet"},
+	} {
+		err := tg.ConnectError(fmt.Errorf("failed to connect: tls: %w", c.err))
+		if h := errs.HintOf(err); !strings.Contains(h, c.want) {
+			t.Errorf("%T: fix %q, want %q in it", c.err, h, c.want)
 		}
 	}
 }
