@@ -111,7 +111,14 @@ type groupView struct {
 	RatioChart                           template.HTML
 	Compare                              []cmpView
 	Latency                              []latView
+	// ManyOps: more transaction types than a chart each reads well
+	// (tpch's 22 queries and 2 refreshes): one table, the charts folded.
+	ManyOps bool
 }
+
+// manyOps is how many transaction types get a section each; more share
+// one table, their charts folded away.
+const manyOps = 6
 
 type tputRow struct {
 	Config           string
@@ -344,6 +351,7 @@ func groupViewOf(g *group) (groupView, error) {
 		}
 		gv.Latency = append(gv.Latency, lv)
 	}
+	gv.ManyOps = len(gv.Latency) > manyOps
 	return gv, nil
 }
 

@@ -2,6 +2,9 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
+	"html/template"
+	"strings"
 	"testing"
 
 	"github.com/tunebench/tunebench/internal/store"
@@ -26,5 +29,34 @@ func TestRunRowErrors(t *testing.T) {
 		if got := runRowOf(rd).Errors; got != c.want {
 			t.Errorf("%s: errors %q, want %q", c.summary, got, c.want)
 		}
+	}
+}
+
+// TestManyOpsFolded: a workload of many transaction types (tpch's 22
+// queries and 2 refreshes) gets one latency table and its charts folded
+// away, not a section, chart and table each (issue 41 item 4); a few get
+// a section each.
+func TestManyOpsFolded(t *testing.T) {
+	render := func(n int) string {
+		g := groupView{XName: "streams"}
+		for i := 0; i < n; i++ {
+			g.Latency = append(g.Latency, latView{Op: fmt.Sprintf("Q%d", i+1), Chart: template.HTML("<svg class=\"chart\"></svg>"),
+				Rows: []latRowView{{Config: "base", X: "1", N: 1, P95: "1.0"}}})
+		}
+		g.ManyOps = len(g.Latency) > manyOps
+		var b strings.Builder
+		if err := (&Report{Groups: []groupView{g}}).WriteHTML(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	many := render(24)
+	if !strings.Contains(many, "<details><summary>Charts per transaction type (24)</summary>") || strings.Count(many, "<th>transaction type</th>") != 1 ||
+		strings.Contains(many, "<h3>Q1</h3>") || strings.Count(many, "<td>Q") != 24 {
+		t.Errorf("24 transaction types are not one table with folded charts")
+	}
+	few := render(5)
+	if strings.Contains(few, "<details><summary>Charts per transaction type") || strings.Count(few, "<h3>Q") != 5 {
+		t.Errorf("5 transaction types are not a section each")
 	}
 }
