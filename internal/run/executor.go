@@ -145,12 +145,12 @@ type runner struct {
 
 	reg     *metrics.Registry
 	workers []*workerState
-	threads int        // goroutines driving the workers
+	threads int // goroutines driving the workers
 	// muxDeclined says why the workers were not multiplexed as asked
 	// ("" when they were, or were not asked to be).
 	muxDeclined string
-	mux     *muxShared // multiplexed threads' shared state
-	outages outageTracker
+	mux         *muxShared // multiplexed threads' shared state
+	outages     outageTracker
 
 	// Open loop.
 	q         chan time.Duration // intended start offsets since base
