@@ -44,6 +44,16 @@ func TestOverlappingRuns(t *testing.T) {
 	srv := pg.Server(t)
 	db := loadedDB(h, srv)
 	overlappingRuns(t, h, "--server-dir", srv.Dir(), "-d", db)
+
+	// A run without its check says so on its own.
+	conn := []string{"--server-dir", srv.Dir(), "-d", db}
+	long := h.start(nil, append([]string{"run", "tpcb", "-c", "1", "-T", "3s", "-P", "1s", "--results", tempPath(t, "d.db")}, conn...)...)
+	long.waitStderr(t, "progress:", 90*time.Second)
+	r := h.must(0, append([]string{"run", "tpcb", "-c", "1", "-T", "1s", "--no-check", "--results", tempPath(t, "e.db")}, conn...)...)
+	long.wait(t, time.Minute)
+	if !strings.Contains(r.stderr, "another tunebench run wrote to this database during this one (1 other tunebench run(s) were writing") {
+		t.Errorf("an overlapped run without its check:\n%s", r)
+	}
 }
 
 // TestResultsListSeconds: `results list` shows the measured window, with

@@ -208,6 +208,10 @@ func (r *tpcbRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		}
 		return nil
 	})
+	if err == nil && overlap != "" && !check {
+		// No check to carry the word: say it on its own.
+		v.Warnings = append(v.Warnings, "another tunebench run wrote to this database during this one ("+overlap+"): no run is recorded for a later `check tpcb`")
+	}
 	if err == nil && check {
 		v.Check = rep
 		if !rep.Passed {
