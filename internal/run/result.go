@@ -177,3 +177,80 @@ type Outage struct {
 	Start, End float64
 	Errors     int64
 }
+
+// result assembles what the run returns from the collector's totals,
+// the registry's cumulative figures and every worker's counts.
+func (r *runner) result(c *collector, unfinished int64) *Result {
+	cum := r.reg.Cumulative()
+	res := &Result{
+		Interrupted:      c.interrupted,
+		Workers:          r.cfg.Workers,
+		Threads:          r.threads,
+		ThreadsNote:      r.muxDeclined,
+		FollowServer:     r.followed(),
+		Handovers:        r.handovers(),
+		OpenLoop:         r.open,
+		TargetRate:       r.cfg.Rate,
+		TimerSlack:       r.cfg.TimerSlack,
+		Totals:           map[step.OutcomeClass]int64{},
+		SQLStates:        map[string]int64{},
+		Retried:          map[string]int64{},
+		Committed:        cum.Committed(),
+		CommittedAll:     c.committedAll,
+		AmbiguousAll:     c.ambiguousAll,
+		AllByOp:          c.allByOp,
+		Errors:           cum.Errors(),
+		Latency:          cum.Latency(),
+		Service:          cum.Service(),
+		Lag:              cum.Lag(),
+		Skipped:          cum.ClassCount(step.ClassSkippedLate),
+		Unfinished:       unfinished + r.schedUnfinished,
+		Scheduled:        r.scheduled,
+		MaxQueueDepth:    r.maxDepth,
+		Series:           c.ticks,
+		Outages:          r.outages.outages(r.msOff),
+		DriverCPUSeconds: c.selfDelta.CPU.Seconds(),
+		GCPauses:         c.selfDelta.GCPauses,
+		GCCycles:         c.selfDelta.GCCycles,
+		GCPauseTotal:     c.selfDelta.GCPauseTotal,
+	}
+	if r.open {
+		res.Dispatch = metrics.NewHist()
+		for _, ws := range r.workers {
+			res.Dispatch.Merge(ws.dispatch)
+		}
+	}
+	for _, e := range cum.Entries() {
+		res.Ops = append(res.Ops, OpStats{
+			Op: e.Op, Class: e.Class, Count: e.Count,
+			Latency: e.Latency, Service: e.Service, Lag: e.Lag,
+		})
+	}
+	for cl := step.OutcomeClass(0); cl < step.NumClasses; cl++ {
+		if n := cum.ClassCount(cl); n > 0 {
+			res.Totals[cl] = n
+		}
+	}
+	measured := c.windowEnd - r.msOff
+	for _, ws := range r.workers {
+		res.Late += ws.late
+		res.AmbiguousAll += ws.stepErrors
+		res.Unfinished += ws.unfinished
+		res.ThinkOverrun += ws.thinkOverrun
+		for k, v := range ws.sqlStates {
+			res.SQLStates[k] += v
+		}
+		res.Retries += ws.retries
+		for k, v := range ws.retried {
+			res.Retried[k] += v
+		}
+		if r.open && ws.lastStart-r.msOff > measured {
+			measured = ws.lastStart - r.msOff
+		}
+	}
+	if measured > 0 {
+		res.MeasuredSeconds = measured.Seconds()
+		res.TPS = float64(res.Committed) / res.MeasuredSeconds
+	}
+	return res
+}
