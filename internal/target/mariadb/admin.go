@@ -125,19 +125,35 @@ var readerSeq atomic.Int64
 // file, so nothing touches the disk of either side. The server must allow
 // local_infile (MariaDB's default).
 func (a *admin) BulkLoad(ctx context.Context, table string, columns []string, src target.RowSource) (int64, error) {
-	name := "tunebench-" + strconv.FormatInt(readerSeq.Add(1), 10)
 	enc := &rowEncoder{src: src}
-	mysql.RegisterReaderHandler(name, func() io.Reader { return enc })
-	defer mysql.DeregisterReaderHandler(name)
-	cols := make([]string, len(columns))
-	for i, c := range columns {
-		cols[i] = quoteIdent(c)
-	}
-	q := "LOAD DATA LOCAL INFILE 'Reader::" + name + "' INTO TABLE " + quoteIdent(table) + " CHARACTER SET utf8mb4 (" + strings.Join(cols, ", ") + ")"
-	n, err := a.Exec(ctx, q)
+	n, err := a.loadData(ctx, table, columns, enc)
 	if enc.err != nil {
 		return n, enc.err
 	}
+	return n, err
+}
+
+// BulkLoadText streams r, rows in LOAD DATA's default text format, into
+// table (target.TextLoader).
+func (a *admin) BulkLoadText(ctx context.Context, table string, columns []string, r io.Reader) (int64, error) {
+	return a.loadData(ctx, table, columns, r)
+}
+
+// loadData runs LOAD DATA LOCAL INFILE from r, read by the driver as the
+// file (columns nil: all of the table's, in its order).
+func (a *admin) loadData(ctx context.Context, table string, columns []string, r io.Reader) (int64, error) {
+	name := "tunebench-" + strconv.FormatInt(readerSeq.Add(1), 10)
+	mysql.RegisterReaderHandler(name, func() io.Reader { return r })
+	defer mysql.DeregisterReaderHandler(name)
+	q := "LOAD DATA LOCAL INFILE 'Reader::" + name + "' INTO TABLE " + quoteIdent(table) + " CHARACTER SET utf8mb4"
+	if len(columns) > 0 {
+		cols := make([]string, len(columns))
+		for i, c := range columns {
+			cols[i] = quoteIdent(c)
+		}
+		q += " (" + strings.Join(cols, ", ") + ")"
+	}
+	n, err := a.Exec(ctx, q)
 	if err != nil {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && (me.Number == 1148 || me.Number == 3948) {

@@ -14,7 +14,7 @@ import (
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/run"
 	"github.com/tunebench/tunebench/internal/store"
-	pgt "github.com/tunebench/tunebench/internal/target/pg"
+	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/gen"
 )
@@ -77,7 +77,7 @@ type params struct {
 
 type tpccRun struct {
 	env   *workload.RunEnv
-	t     *pgt.Target
+	t     target.Target
 	p     params
 	exec  option.Exec
 	ro    RunOptions
@@ -85,15 +85,15 @@ type tpccRun struct {
 	audit *Audit
 	// admin reads the counters before and after; wr at the measurement
 	// window's edges, on a connection of its own.
-	admin  *pgx.Conn
+	admin  side
 	before dbCounters
 	wr     *windowReader
 }
 
 // NewRun reads the load's warehouses and constants and prepares the run.
 func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run, error) {
-	t, err := pgt.From(env.Target)
-	if err != nil {
+	t := env.Target
+	if err := supported(t); err != nil {
 		return nil, err
 	}
 	o := env.Options
@@ -103,18 +103,18 @@ func (w Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Ru
 		AllWarehouses: o.Bool("all_warehouses"), KeyingThink: o.Bool("keying_think"), Isolation: o.String("isolation"),
 		Rate: x.Rate, TimerSlack: x.TimerSlack, MaxTries: int(o.Int("max_tries")), Seed: env.Seed, NoCheck: x.NoCheck,
 		ExpensiveChecks: o.Bool("expensive_checks"), MaxErrorsPct: x.MaxErrorsPct, MaxOutagePct: x.MaxOutagePct}
-	conn, err := t.Connect(ctx)
+	sd, err := openSide(ctx, t, false)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if r.info, err = ReadInfo(ctx, conn); err != nil {
+	defer sd.close()
+	if r.info, err = sd.info(ctx); err != nil {
 		return nil, err
 	}
 	rc := NewRunConstants(gen.NewRand(env.Seed, 1<<40), r.info.Load)
 	r.p.Constants = &rc
 	r.ro = RunOptions{Warehouses: r.info.Warehouses, VUsers: r.p.VUsers, Mode: r.p.Mode, AllWarehouses: r.p.AllWarehouses,
-		KeyingThink: r.p.KeyingThink, Isolation: r.p.Isolation, MaxTries: r.p.MaxTries, Constants: rc, Seed: env.Seed}
+		KeyingThink: r.p.KeyingThink, Isolation: r.p.Isolation, MaxTries: r.p.MaxTries, Constants: rc, Seed: env.Seed, Dialect: t.Dialect()}
 	if env.Shard.On() {
 		all := env.Unsharded.Int("vusers")
 		r.ro.FirstVUser, r.ro.AllVUsers = int(env.Shard.Offset(all)), int(all)
@@ -158,32 +158,36 @@ func (r *tpccRun) Exec() workload.Exec {
 // Before installs the functions (procs mode) and reads the counters.
 func (r *tpccRun) Before(ctx context.Context) error {
 	var err error
-	if r.admin, err = r.t.Connect(ctx); err != nil {
+	if r.admin, err = openSide(ctx, r.t, false); err != nil {
 		return err
 	}
 	if r.p.Mode == ModeProcs {
-		if err := InstallProcs(ctx, r.admin); err != nil {
+		if err := r.admin.installProcs(ctx); err != nil {
 			return err
 		}
 	}
-	if r.before = readCounters(ctx, r.admin); r.before.err != nil {
-		return errs.Wrap(errs.KindConnect, r.before.err, "", "reading district and pg_stat_database before the run")
+	if r.before = r.admin.counters(ctx, time.Now(), 0); r.before.err != nil {
+		return errs.Wrap(errs.KindConnect, r.before.err, "", "reading district and the database's transaction counters before the run")
 	}
-	mon, err := r.t.ConnectStd(ctx)
+	mon, err := openSide(ctx, r.t, true)
 	if err != nil {
 		return err
 	}
-	r.wr = &windowReader{conn: mon, dial: r.t.ConnectStd}
+	r.wr = &windowReader{side: mon}
 	return nil
 }
 
 func (r *tpccRun) NewWorker(ctx context.Context, id int) (workload.Worker, error) {
-	return NewWorker(ctx, r.t, r.ro, id, r.audit)
+	ss, ok := r.t.(target.Sessions)
+	if !ok {
+		return nil, errs.New(errs.KindInternal, "", "the %s target has no worker sessions", r.t.Dialect())
+	}
+	return NewWorker(ctx, ss, r.ro, id, r.audit)
 }
 
 func (r *tpccRun) Close() {
 	if r.admin != nil {
-		r.admin.Close(context.Background())
+		r.admin.close()
 	}
 	if r.wr != nil {
 		r.wr.close()
@@ -214,7 +218,7 @@ func (r *tpccRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 	// the driver must equal the growth of sum(d_next_o_id), up to ambiguous
 	// commits (New-Orders whose COMMIT outcome is unknown, and steps
 	// abandoned at the drain deadline).
-	after := readRetry(ctx, &r.admin, r.t.Connect, time.Now(), afterBudget)
+	after := r.admin.counters(ctx, time.Now(), afterBudget)
 	noAll := res.AllByOp[OpNewOrder]
 	xc := &NOPMCheck{DriverCommitted: noAll.Committed, Ambiguous: noAll.Ambiguous + (res.AmbiguousAll - sumAmbiguous(res.AllByOp))}
 	if after.err == nil && r.env.Shard.On() {
@@ -229,8 +233,8 @@ func (r *tpccRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		diff := xc.DatabaseGrowth - xc.DriverCommitted
 		xc.Passed = diff >= 0 && diff <= xc.Ambiguous
 		lossy := ""
-		if diff < 0 && (after.started != r.before.started || after.backend != r.before.backend) {
-			lossy = asyncCommit(ctx, r.admin)
+		if diff < 0 && restartedBetween(r.before, after) {
+			lossy = r.admin.lossy(ctx)
 		}
 		switch {
 		case xc.Passed:
@@ -264,7 +268,7 @@ func (r *tpccRun) After(ctx context.Context, res *run.Result, sum *results.Summa
 		v.NotRun = append(v.NotRun, "the consistency conditions could not be checked: the database was unreachable after the run")
 	default:
 		r.env.Note("checking consistency conditions...")
-		rep, err := Check(ctx, r.admin, CheckOptions{Expensive: r.p.ExpensiveChecks})
+		rep, err := r.admin.check(ctx, CheckOptions{Expensive: r.p.ExpensiveChecks})
 		if err != nil {
 			v.NotRun = append(v.NotRun, "the consistency conditions could not be checked: "+errs.Brief(err))
 		} else {

@@ -33,6 +33,9 @@ const (
 	pOID                    // New-Order order id (sql mode's second round trip)
 	pCarrier                // Delivery carrier
 	pThreshold              // Stock-Level threshold
+	pLines                  // New-Order lines as JSON [[item, supply, qty], ...] (MariaDB)
+	pOLCnt                  // New-Order line count (MariaDB)
+	pAllLocal               // New-Order O_ALL_LOCAL (MariaDB)
 	numParams
 )
 
@@ -63,6 +66,9 @@ var paramDefs = [numParams]struct {
 	pOID:       {"o_id", kInt},
 	pCarrier:   {"carrier", kInt},
 	pThreshold: {"threshold", kInt},
+	pLines:     {"lines", kText},
+	pOLCnt:     {"ol_cnt", kInt},
+	pAllLocal:  {"all_local", kInt},
 }
 
 func paramByName(name string) (param, bool) {

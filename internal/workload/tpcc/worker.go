@@ -38,6 +38,9 @@ type RunOptions struct {
 	MaxTries              int       // >= 1; 40001 and 40P01 are retried up to this many tries (0: DefaultMaxTries)
 	Constants             Constants // the run's NURand constants: NewRunConstants(r, Info.Load)
 	Seed                  int64     // inputs are a function of (Seed, worker id)
+	// Dialect is the target's (Target.Dialect): "" or PostgreSQL's, or
+	// DialectMariaDB.
+	Dialect string
 }
 
 // Validate checks the options and fills MaxTries' default; errors are usage
@@ -107,6 +110,9 @@ type Worker struct {
 
 	retried []string // SQLSTATEs of the current step's retried attempts (Outcome.Retried)
 
+	maria bool   // the target is MariaDB (mariadb_run.go)
+	batch []byte // MariaDB's sql mode: the round trip's statements, as text
+
 	timer *time.Timer
 }
 
@@ -134,6 +140,7 @@ func NewWorker(ctx context.Context, ss target.Sessions, o RunOptions, id int, au
 	w := &Worker{
 		o: o, id: id,
 		audit: audit.shard(o.Warehouses),
+		maria: o.Dialect == DialectMariaDB,
 		term:  newTerminal(o, id, inputs),
 		deck:  newDeck(gen.NewRand(o.Seed, uint64(id)+1+1<<32)),
 		aux:   gen.NewRand(o.Seed, uint64(id)+1+2<<32),
@@ -145,7 +152,7 @@ func NewWorker(ctx context.Context, ss target.Sessions, o RunOptions, id int, au
 	sess, err := ss.NewSession(ctx, w.sessionSpec())
 	if err != nil {
 		var coded interface{ SQLState() string }
-		if w.o.Mode == ModeProcs && errors.As(err, &coded) && coded.SQLState() == "42883" { // undefined function
+		if w.o.Mode == ModeProcs && !w.maria && errors.As(err, &coded) && coded.SQLState() == "42883" { // undefined function
 			return nil, errs.Wrap(errs.KindUsage, err, "the functions are installed by `tunebench run tpcc --mode procs` (InstallProcs)",
 				"the tpcc PL/pgSQL functions are missing")
 		}
@@ -165,8 +172,14 @@ var slotTypes = [...]target.ParamType{kInt: target.Int4, kIntArray: target.Int4A
 func (w *Worker) sessionSpec() *target.SessionSpec {
 	spec := &target.SessionSpec{ID: w.id, Slots: make([]target.ParamType, numParams), Results: true,
 		Setup: []string{"SET default_transaction_isolation = '" + isolationSQL[w.o.Isolation] + "'"}}
+	if w.maria {
+		spec.Setup = []string{"SET SESSION TRANSACTION ISOLATION LEVEL " + isolationSQL[w.o.Isolation]}
+	}
 	for p, d := range paramDefs {
 		spec.Slots[p] = slotTypes[d.kind]
+		if w.maria && d.kind == kIntArray {
+			spec.Slots[p] = target.Text // MariaDB has no arrays: pLines carries the lines
+		}
 	}
 	for i, st := range w.prepared {
 		st.idx = i
@@ -180,6 +193,10 @@ func (w *Worker) sessionSpec() *target.SessionSpec {
 }
 
 func (w *Worker) buildStmts() {
+	if w.maria {
+		w.buildMariaStmts()
+		return
+	}
 	s := &w.st
 	s.begin = plainStmt("tc_begin", "BEGIN ISOLATION LEVEL "+isolationSQL[w.o.Isolation])
 	s.commit = plainStmt("tc_commit", "COMMIT")
@@ -297,6 +314,12 @@ func (w *Worker) draw(t txnType) {
 // round trip that carried the COMMIT (or from an autocommit call that
 // writes), where a lost connection leaves the outcome unknown.
 func (w *Worker) attempt(t txnType) (abort bool, err error, inCommit bool) {
+	if w.maria {
+		if w.o.Mode == ModeProcs {
+			return w.mariaProcsAttempt(t)
+		}
+		return w.mariaSQLAttempt(t)
+	}
 	if w.o.Mode == ModeProcs {
 		return w.procsAttempt(t)
 	}

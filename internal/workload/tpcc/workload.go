@@ -29,7 +29,7 @@ func (Workload) Meta() workload.Meta {
 		Description: "TPC-C-like OLTP workload, HammerDB TPROC-C style (NOPM, TPM; procs and sql modes)",
 		Version:     "1",
 		Ops:         Ops(),
-		Dialects:    []string{pgt.Dialect},
+		Dialects:    []string{pgt.Dialect, DialectMariaDB},
 	}
 }
 
@@ -213,6 +213,9 @@ func loadETA(p LoadProgress, dataStart time.Duration) time.Duration {
 
 // Load builds the tables in the target's database (or resumes a load).
 func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Report, error) {
+	if env.Target.Dialect() == DialectMariaDB {
+		return loadOnMariaDB(ctx, env)
+	}
 	t, err := pgt.From(env.Target)
 	if err != nil {
 		return nil, err
@@ -321,25 +324,26 @@ first Delivery breaks it. Exit code 5 when a condition fails.`,
 
 // Check evaluates the consistency conditions.
 func (Workload) Check(ctx context.Context, env *workload.CheckEnv) (*workload.Report, error) {
-	t, err := pgt.From(env.Target)
-	if err != nil {
+	t := env.Target
+	if err := supported(t); err != nil {
 		return nil, err
 	}
 	o := CheckOptions{Expensive: env.Options.Bool("expensive"), All: env.Options.Bool("all")}
+	var err error
 	if o.Conditions, err = conditionList(env.Options.String("conditions")); err != nil {
 		return nil, err
 	}
-	conn, err := t.Connect(ctx)
+	sd, err := openSide(ctx, t, false)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	info, err := ReadInfo(ctx, conn)
+	defer sd.close()
+	info, err := sd.info(ctx)
 	if err != nil {
 		return nil, err
 	}
 	env.Note("checking tpcc (%s) in %s", plural(info.Warehouses, "warehouse"), t.Describe())
-	rep, err := Check(ctx, conn, o)
+	rep, err := sd.check(ctx, o)
 	if err != nil {
 		return nil, err
 	}

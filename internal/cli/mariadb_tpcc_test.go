@@ -1,0 +1,91 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tunebench/tunebench/internal/target/mariadb/mariadbtest"
+)
+
+// TestMariaDBTPCC: tpcc on a managed MariaDB through the commands a user
+// types. The load passes all twelve consistency conditions; a run in each
+// mode at each isolation level is ok, its NOPM cross-check is exact and
+// the conditions pass after it; a run through a SIGKILL of mariadbd and a
+// restart survives, with TPM unknown and why, and the database still
+// passes the conditions.
+func TestMariaDBTPCC(t *testing.T) {
+	t.Parallel()
+	_, srv := mariadbtest.StartMariaDB(t)
+	h := newHarness(t)
+	dir := srv.Dir()
+	conn := []string{"--server-dir", dir}
+	results := tempPath(t, "results.db")
+	r := h.must(0, "load", "tpcc", "--server-dir", dir, "--warehouses", "1", "--jobs", "2")
+	if !strings.Contains(r.stdout, "done in") || !strings.Contains(r.stdout, "order_line 3") {
+		t.Errorf("load:\n%s", r)
+	}
+	if r := h.must(0, "check", "tpcc", "--server-dir", dir, "--all"); !strings.Contains(r.stdout, "12 conditions") || !strings.Contains(r.stdout, "all passed") {
+		t.Errorf("check after the load:\n%s", r)
+	}
+	h.must(2, "load", "tpcc", "--server-dir", dir, "--warehouses", "1", "--partition", "--drop")
+
+	for _, mode := range []string{"procs", "sql"} {
+		for _, iso := range []string{"read-committed", "repeatable-read", "serializable"} {
+			js := tempPath(t, mode+iso+".json")
+			r := h.run(append([]string{"run", "tpcc", "--mode", mode, "--isolation", iso, "--vusers", "3", "--rampup", "0s", "--duration", "1s",
+				"--max-tries", "10", "--results", results, "--json", js}, conn...)...)
+			if r.code != 0 {
+				t.Errorf("%s %s: exit %d:\n%s", mode, iso, r.code, r)
+				continue
+			}
+			s := readTroubleSummary(t, js)
+			if s.Status != "ok" || !s.NOPMCheck.Passed || s.Check == nil || !s.Check.Passed || s.NOPM <= 0 || s.TPM == nil || *s.TPM <= 0 {
+				t.Errorf("%s %s: status %s, cross-check %+v, check %+v, NOPM %v, TPM %v", mode, iso, s.Status, s.NOPMCheck, s.Check, s.NOPM, s.TPM)
+			}
+			if !strings.Contains(s.NOPMCheck.Detail, "sum(d_next_o_id) grew by") {
+				t.Errorf("%s %s: cross-check detail %q", mode, iso, s.NOPMCheck.Detail)
+			}
+		}
+	}
+
+	// SIGKILL of mariadbd mid-run, then a restart of the managed server.
+	js := tempPath(t, "crash.json")
+	rn := h.start(nil, append([]string{"run", "tpcc", "--vusers", "2", "--rampup", "0s", "--duration", "4s", "--max-errors-pct", "100",
+		"--max-outage-pct", "100", "--results", results, "--json", js}, conn...)...)
+	rn.waitStderr(t, "progress:", 30*time.Second)
+	time.Sleep(time.Second)
+	b, err := os.ReadFile(filepath.Join(dir, "run", "mariadbd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.must(0, "server", "start", "--dir", dir)
+	r = rn.wait(t, 2*time.Minute)
+	if r.code != 0 {
+		t.Fatalf("run through a crash with --max-errors-pct 100 --max-outage-pct 100: want exit 0:\n%s", r)
+	}
+	s := readTroubleSummary(t, js)
+	if raw, ok := s.Raw["tpm"]; !ok || string(raw) != "null" || !strings.Contains(s.Unknown["tpm"], "restarted") {
+		t.Errorf("tpm %s (unknown: %v): want null after a crash, and why", raw, s.Unknown)
+	}
+	if !s.NOPMCheck.Passed || s.Check == nil || !s.Check.Passed {
+		t.Errorf("after the crash the cross-check and the checks run and pass: %+v, check %+v", s.NOPMCheck, s.Check)
+	}
+	if r := h.must(0, "check", "tpcc", "--server-dir", dir, "--expensive"); !strings.Contains(r.stdout, "all passed") {
+		t.Errorf("check after the crash:\n%s", r)
+	}
+}
