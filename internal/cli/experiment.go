@@ -95,8 +95,8 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags,
 	}
 	// A DSN target is checked (syntax, no password, the host) before
 	// anything else.
-	if spec.Target.DSN != "" {
-		if err := target.Check(s.drivers(), target.Spec{DSN: spec.Target.DSN, Redactor: s.Redactor}); err != nil {
+	for _, dsn := range spec.DSNs() {
+		if err := target.Check(s.drivers(), target.Spec{DSN: dsn, Redactor: s.Redactor}); err != nil {
 			return err
 		}
 	}

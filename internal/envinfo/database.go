@@ -33,3 +33,24 @@ func (s *Snapshot) DatabaseSettings() map[string]string {
 	}
 	return nil
 }
+
+// NamedTarget is one of an experiment's named targets (targets:): its
+// name in the file and the database engine (the target driver's name,
+// "postgres" or "mariadb").
+type NamedTarget struct {
+	Name   string `json:"name"`
+	Engine string `json:"engine,omitempty"`
+}
+
+// Note is one thing a database's figures mean in its own way: a topic
+// ("isolation", "transactions") and what it is on this database.
+type Note struct {
+	Topic string `json:"topic"`
+	Text  string `json:"text"`
+}
+
+// Note topics.
+const (
+	NoteIsolation    = "isolation"
+	NoteTransactions = "transactions"
+)
