@@ -1,5 +1,7 @@
 package envinfo
 
+import "encoding/json"
+
 // Database describes the server a run measured when it is not PostgreSQL
 // (whose Postgres section has more): its product and version, the
 // database, and the settings not at their compiled default.
@@ -54,3 +56,18 @@ const (
 	NoteIsolation    = "isolation"
 	NoteTransactions = "transactions"
 )
+
+// TargetOf is the named target a stored snapshot records, as
+// "name (engine)" ("" when it records none).
+func TargetOf(raw json.RawMessage) string {
+	var s struct {
+		Target *NamedTarget `json:"target"`
+	}
+	if json.Unmarshal(raw, &s) != nil || s.Target == nil || s.Target.Name == "" {
+		return ""
+	}
+	if s.Target.Engine == "" {
+		return s.Target.Name
+	}
+	return s.Target.Name + " (" + s.Target.Engine + ")"
+}
