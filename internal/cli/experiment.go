@@ -285,7 +285,7 @@ func observeExperiment(s *State, p *experiment.Plan, ev experiment.Event) {
 				}
 				s.eprintf("   applied and verified (%s) in %s\n", how, took)
 			}
-		case experiment.StepClose:
+		case experiment.StepClose, experiment.StepRestore:
 			if ev.Err == nil {
 				s.eprintf("   settings restored\n")
 			}

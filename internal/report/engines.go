@@ -56,6 +56,17 @@ func engines(d *dataset) *enginesView {
 	if len(list) < 2 {
 		return nil
 	}
+	// In the order of the experiment's targets (matrix.target), not of
+	// the runs.
+	first := func(e *engine) int {
+		for i, t := range d.Plan.Targets {
+			if slices.Contains(e.targets, t.Name) {
+				return i
+			}
+		}
+		return len(d.Plan.Targets)
+	}
+	slices.SortStableFunc(list, func(a, b *engine) int { return first(a) - first(b) })
 	v := &enginesView{}
 	var topics []string
 	for _, e := range list {
