@@ -95,8 +95,8 @@ func runExperiment(cmd *cobra.Command, s *State, rf *resultsFlag, lf *liveFlags,
 	}
 	// A DSN target is checked (syntax, no password, the host) before
 	// anything else.
-	if spec.Target.DSN != "" {
-		if err := target.Check(s.drivers(), target.Spec{DSN: spec.Target.DSN, Redactor: s.Redactor}); err != nil {
+	for _, dsn := range spec.DSNs() {
+		if err := target.Check(s.drivers(), target.Spec{DSN: dsn, Redactor: s.Redactor}); err != nil {
 			return err
 		}
 	}
@@ -285,7 +285,7 @@ func observeExperiment(s *State, p *experiment.Plan, ev experiment.Event) {
 				}
 				s.eprintf("   applied and verified (%s) in %s\n", how, took)
 			}
-		case experiment.StepClose:
+		case experiment.StepClose, experiment.StepRestore:
 			if ev.Err == nil {
 				s.eprintf("   settings restored\n")
 			}

@@ -31,7 +31,9 @@ func printPlan(s *State, p *experiment.Plan, todo func(int) bool, seedChosen boo
 	if w := p.WorkloadSpec(); w != nil && w.NoDatabase {
 		db = " (" + p.Workload + " uses no database)"
 	}
-	switch {
+	switch lines := p.DescribeTargets(); {
+	case len(lines) > 0:
+		s.printf("targets (%s):\n  %s\n", strings.Trim(db, ", ()"), strings.Join(lines, "\n  "))
 	case spec.Target.DSN != "":
 		s.printf("target: %s%s\n", spec.Target.DSN, db)
 	case spec.Target.Managed.Dir != "":

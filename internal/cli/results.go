@@ -79,6 +79,9 @@ func newResultsListCmd(s *State) *cobra.Command {
 			tw := tabwriter.NewWriter(s.Stdout, 0, 0, 2, ' ', 0)
 			io.WriteString(tw, "ID\tSTARTED\tWORKLOAD\tVARIANT\tSTATUS\tSECONDS\tSUMMARY\n")
 			for _, r := range runs {
+				if t := envinfo.TargetOf(r.Env); t != "" { // an experiment's named target
+					r.Variant += " on " + t
+				}
 				io.WriteString(tw, strconv.FormatInt(r.ID, 10)+"\t"+r.StartedAt.Local().Format("2006-01-02 15:04:05")+"\t"+r.Workload+"\t"+r.Variant+"\t"+r.Status+"\t"+
 					s.listSeconds(r.Summary, r.EndedAt.Sub(r.StartedAt))+"\t"+s.oneLineSummary(r.Workload, r.Summary)+"\n")
 			}

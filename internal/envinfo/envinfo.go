@@ -51,7 +51,15 @@ type Snapshot struct {
 	Database *Database `json:"database,omitempty"`
 	// Server is where the server is and the round trip to it (nil when
 	// not recorded: no connection, or a run before this field).
-	Server   *Server   `json:"server,omitempty"`
+	Server *Server `json:"server,omitempty"`
+	// Target is the experiment's named target the run ran on (targets:,
+	// matrix.target), nil otherwise.
+	Target *NamedTarget `json:"target,omitempty"`
+	// Notes say what the database's figures mean where they differ from
+	// other databases' (its default isolation level, where its
+	// transaction counter comes from), as its target gives them
+	// (target.Noter); a report of several databases shows them once.
+	Notes    []Note    `json:"notes,omitempty"`
 	Driver   Driver    `json:"driver"` // the tunebench process
 	TakenAt  time.Time `json:"taken_at"`
 	Warnings []string  `json:"warnings,omitempty"` // what could not be collected, and why

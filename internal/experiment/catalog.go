@@ -51,6 +51,9 @@ type Workload struct {
 	// NoDatabase: the workload uses no database (storage, fsblog): the
 	// experiment makes no benchmark database, template, load or reset.
 	NoDatabase bool
+	// Dialects are the databases the workload runs on in this build
+	// (workload.Meta.Dialects; empty: it uses none).
+	Dialects []string
 	// RunTime estimates one run (its in-run warm-up or ramp-up included)
 	// from the run's options; known is false when it cannot be told in
 	// advance (a count of transactions instead of a duration).

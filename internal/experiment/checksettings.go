@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tunebench/tunebench/internal/errs"
@@ -13,11 +14,17 @@ import (
 // enum, what the machine can hold) naming its line in the file, then each
 // configuration's settings together (shared memory adds up). A wrong value
 // in the last configuration stops the experiment before the first one runs.
-func checkSettings(ctx context.Context, t Target, p *Plan) error {
+//
+// With named targets on several servers, the server of group dataDir
+// checks the configurations that run on it.
+func checkSettings(ctx context.Context, t Target, p *Plan, dataDir string) error {
 	type value struct{ name, value string }
 	seen := map[value]bool{}
 	lists := map[string]bool{}
 	for _, c := range p.Configs {
+		if p.multiServer() && c.DataDir != dataDir {
+			continue
+		}
 		for _, s := range c.Settings {
 			v := value{s.Name, s.Value}
 			if seen[v] {
@@ -25,6 +32,9 @@ func checkSettings(ctx context.Context, t Target, p *Plan) error {
 			}
 			seen[v] = true
 			if err := t.Check(ctx, []Setting{s}); err != nil {
+				if nt := p.Target(c.Target); nt != nil && slices.Contains(nt.Settings, s) {
+					return errs.Wrap(errs.KindOf(err), err, "", "%s: targets.%s.settings.%s: %s", p.fileName(), nt.Name, s.Name, s.Value)
+				}
 				return errs.Wrap(errs.KindOf(err), err, "", "%s: matrix.settings.%s: %s", p.where(s), s.Name, s.Value)
 			}
 		}

@@ -31,6 +31,13 @@ type KernelTarget interface {
 	Kernel(ctx context.Context, settings []Setting) error
 }
 
+// SettingsRestorer is a Target that puts back every setting applied
+// through it and keeps its server (a change of named target on one
+// server, StepRestore).
+type SettingsRestorer interface {
+	RestoreSettings(ctx context.Context) (restarted bool, err error)
+}
+
 // Finisher is an Env with work at the very end of an experiment, after
 // the last target closed (restoring the machine's kernel settings); it is
 // called also after an interruption, with a context that is not
@@ -325,12 +332,19 @@ func (r *Runner) Execute(ctx context.Context, p *Plan, resume bool) (Outcome, er
 		switch s.Kind {
 		case StepOpen:
 			if target, err = r.Env.Open(ctx, s.DataDir); err == nil {
-				err = checkSettings(ctx, target, p)
+				err = checkSettings(ctx, target, p, s.DataDir)
 			}
 		case StepLoad:
 			done.Loaded, err = target.Load(ctx, &p.Configs[s.Config])
 		case StepApply:
 			done.Restarted, err = target.Apply(ctx, s.Settings)
+		case StepRestore:
+			rt, ok := target.(SettingsRestorer)
+			if !ok {
+				err = errs.New(errs.KindInternal, "", "this target cannot put settings back before the next named target's")
+				break
+			}
+			done.Restarted, err = rt.RestoreSettings(ctx)
 		case StepKernel:
 			kt, ok := target.(KernelTarget)
 			if !ok {

@@ -46,7 +46,8 @@ func CatalogOf(reg *workload.Registry) Catalog {
 		}
 		_, loads := w.(workload.Loader)
 		ew := &Workload{Name: w.Meta().Name, Description: w.Meta().Description, XAxis: h.XAxis, Metric: h.Metric,
-			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0, NoDatabase: len(w.Meta().Dialects) == 0}
+			Options: opts, Runnable: loads || len(w.Meta().Dialects) == 0, NoDatabase: len(w.Meta().Dialects) == 0,
+			Dialects: w.Meta().Dialects}
 		ew.RunTime = func(o Options) (time.Duration, bool) { return workload.RunTimeByRoles(w, o) }
 		if e, ok := w.(workload.Estimator); ok {
 			ew.RunTime, ew.LoadTime, ew.DataBytes = e.RunTime, e.LoadTime, e.DataBytes
@@ -117,18 +118,27 @@ const marker = "tunebench experiment"
 // the file's DSN target, and applies the base settings.
 func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 	spec := l.Spec
-	ts := target.Spec{DSN: spec.Target.DSN, RestartCommand: spec.Target.RestartCommand, RestartTimeout: spec.Target.RestartTimeout, Own: true, Redactor: l.Redactor, Log: l.Log,
+	// The file's target, or the named target whose server this group is
+	// (its settings are its configurations', applied with each of them).
+	tgt, base := &spec.Target, spec.Target.Settings
+	if nt := spec.NamedTarget(l.Plan.ServerOf(dataDir)); nt != nil {
+		tgt, base = &nt.TargetSpec, nil
+		if l.Plan.multiServer() && nt.Managed != nil {
+			dataDir = nt.Managed.Dir
+		}
+	}
+	ts := target.Spec{DSN: tgt.DSN, RestartCommand: tgt.RestartCommand, RestartTimeout: tgt.RestartTimeout, Own: true, Redactor: l.Redactor, Log: l.Log,
 		Avoid: []string{l.Plan.Database, l.Plan.Database + "_template"}}
-	for _, b := range spec.Target.Settings {
+	for _, b := range base {
 		ts.Base = append(ts.Base, target.Setting{Name: b.Name, Value: b.Value})
 	}
-	lt := &labTarget{lab: l}
-	for _, b := range spec.Target.Settings {
+	lt := &labTarget{lab: l, hostMetrics: tgt.HostMetrics}
+	for _, b := range base {
 		if b.Name == "huge_pages" {
 			lt.hugePagesSetting = strings.ToLower(b.Value)
 		}
 	}
-	if spec.Target.Managed != nil {
+	if tgt.Managed != nil {
 		// Machine-wide kernel settings before the server starts (huge
 		// pages it maps at start). A server given by DSN is checked to
 		// run here first.
@@ -136,7 +146,7 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 			return nil, err
 		}
 	}
-	if m := spec.Target.Managed; m != nil {
+	if m := tgt.Managed; m != nil {
 		ts.DSN = ""
 		ts.Managed = &target.Managed{Engine: m.Engine, Dir: dataDir, Port: m.Port, PGBin: m.PGBin, RunAs: m.RunAs}
 		if storage, env, ok := ParseGroup(dataDir); ok {
@@ -163,7 +173,7 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 		return nil, errs.Usage("remove target.kernel and matrix.kernel, or run tunebench on the server's machine",
 			"kernel settings change this machine's kernel, and the server runs on another machine (%s)", t.Describe())
 	}
-	if spec.Target.Managed == nil {
+	if tgt.Managed == nil {
 		if err := lt.applyBaseMachine(); err != nil {
 			lt.Close(context.WithoutCancel(ctx))
 			return nil, err
@@ -177,7 +187,7 @@ func (l *Lab) Open(ctx context.Context, dataDir string) (Target, error) {
 		lt.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if spec.Target.HostMetrics.Source == target.HostLocal && t.Remote() {
+	if tgt.HostMetrics.Source == target.HostLocal && t.Remote() {
 		lt.Close(context.WithoutCancel(ctx))
 		return nil, errs.Usage("give target.host_metrics: sql (the server's /proc read through the database) or the URL of its node_exporter",
 			"target.host_metrics local reads this machine's /proc, and the server runs on another machine (%s)", t.Describe())
@@ -358,9 +368,16 @@ func (lt *labTarget) teardown(ctx context.Context) error {
 // the safety of every device it names and --allow-destroy for them, and a
 // writable cgroup hierarchy with the controllers of each envelope.
 func (l *Lab) Preflight(_ context.Context, p *Plan) error {
-	if l.Spec.Target.Managed != nil {
+	if l.Spec.Target.Managed != nil && len(p.Targets) == 0 {
 		if err := managedSupported(l.Drivers, l.Spec.Target.Managed.Engine); err != nil {
 			return errs.New(errs.KindUsage, "give target.dsn (a database server you run) instead of target.managed", "%v", err)
+		}
+	}
+	for _, pt := range p.Targets {
+		if nt := l.Spec.NamedTarget(pt.Name); nt != nil && nt.Managed != nil {
+			if err := managedSupported(l.Drivers, nt.Managed.Engine); err != nil {
+				return errs.New(errs.KindUsage, "give targets."+nt.Name+".dsn (a database server you run) instead of managed, or leave the target out of matrix.target", "target %s: %v", nt.Name, err)
+			}
 		}
 	}
 	if l.Registry != nil && l.Spec.Workload != nil {
@@ -432,6 +449,34 @@ type labTarget struct {
 	// experiment set it ("" when it did not).
 	devs             []string
 	hugePagesSetting string
+	// hostMetrics is how the server's host is measured (its target's
+	// host_metrics; a named target's own for its runs).
+	hostMetrics target.HostMetrics
+}
+
+// RestoreSettings puts back the settings applied through the target (the
+// named target before, on a server the next one shares).
+func (lt *labTarget) RestoreSettings(ctx context.Context) (bool, error) {
+	r, ok := lt.t.(target.SettingsRestorer)
+	if !ok {
+		return false, errs.New(errs.KindUsage, "give each target a server of its own (a managed.dir or dsn of its own)",
+			"%s cannot put its settings back without a stop, and two named targets share it", lt.t.Describe())
+	}
+	restarted, err := r.RestoreSettings(ctx)
+	if err == nil {
+		lt.hugePagesSetting = ""
+	}
+	return restarted, err
+}
+
+// runFacts are a run's host metrics and named target (nil: the file's
+// one target).
+func (lt *labTarget) runFacts(cfg *Config) (target.HostMetrics, *envinfo.NamedTarget) {
+	nt := lt.lab.Spec.NamedTarget(cfg.Target)
+	if nt == nil || cfg.Target == "" {
+		return lt.hostMetrics, nil
+	}
+	return nt.HostMetrics, &envinfo.NamedTarget{Name: nt.Name, Engine: nt.Engine}
 }
 
 // Apply applies a configuration's settings; they stay until Close.
@@ -607,12 +652,13 @@ func (lt *labTarget) Run(ctx context.Context, req RunRequest) (RunResult, error)
 	if lt.lab.Live != nil {
 		lv = lt.lab.Live(lt.w, req.Index, req.Plan.DescribeRun(req.Index))
 	}
+	hm, named := lt.runFacts(req.Config)
 	sum, err := lifecycle.Run(ctx, &lifecycle.Request{
 		Workload: r, Target: lt.runTarget(), Options: o, Progress: lt.lab.Progress,
 		Experiment: req.Experiment, Link: &link, Store: lt.lab.Store, Version: lt.lab.Version,
 		Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: lt.lab.Observe, Layout: layoutRecord(lt.layout),
 		Envelope: envelopeRecord(lt.envelope), Kernel: lt.lab.kernelRecord(), EnvelopeUsage: lt.usageSince(), Enclose: enclose,
-		Stdout: lt.lab.Stdout, Stderr: lt.lab.Stderr, HostMetrics: lt.lab.Spec.Target.HostMetrics, Live: lv,
+		Stdout: lt.lab.Stdout, Stderr: lt.lab.Stderr, HostMetrics: hm, NamedTarget: named, Live: lv,
 	})
 	var res RunResult
 	if sum != nil {

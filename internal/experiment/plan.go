@@ -34,12 +34,15 @@ type Plan struct {
 	Repetitions int       `json:"repetitions"`
 	// Shards splits each run over this many shards, merged into the run
 	// (the file's shards:); 0 for whole runs.
-	Shards       int       `json:"shards,omitempty"`
-	WarmupRuns   int       `json:"warmup_runs"`
-	CooldownS    float64   `json:"cooldown_s"`
-	TargetKind   string    `json:"target"` // "managed" or "dsn"
-	Database     string    `json:"database"`
-	BaseSettings []Setting `json:"base_settings,omitempty"`
+	Shards     int     `json:"shards,omitempty"`
+	WarmupRuns int     `json:"warmup_runs"`
+	CooldownS  float64 `json:"cooldown_s"`
+	TargetKind string  `json:"target"` // "managed" or "dsn" ("managed+dsn": named targets of both kinds)
+	// Targets are the named targets matrix.target compares (targets:), in
+	// its order; none for a file with one target.
+	Targets      []PlanTarget `json:"targets,omitempty"`
+	Database     string       `json:"database"`
+	BaseSettings []Setting    `json:"base_settings,omitempty"`
 	// BaseKernel are the kernel settings of every run (target.kernel).
 	BaseKernel []Setting `json:"base_kernel,omitempty"`
 	// Hooks are the commands run at fixed points (not in the fingerprint:
@@ -78,7 +81,10 @@ type Config struct {
 	Index    int       `json:"index"`
 	Label    string    `json:"label"`
 	Values   []KV      `json:"values"`   // matrix values except the x axis, in matrix order
-	Settings []Setting `json:"settings"` // matrix settings of this configuration
+	Settings []Setting `json:"settings"` // its named target's settings, then its matrix settings
+	// Target is the named target of the configuration (matrix.target);
+	// "" for a file with one target.
+	Target string `json:"target,omitempty"`
 	// Kernel are the matrix kernel settings of this configuration
 	// (matrix.kernel).
 	Kernel   []Setting `json:"kernel,omitempty"`
@@ -139,7 +145,8 @@ type Run struct {
 	X          float64 `json:"x"`
 	Repetition int     `json:"repetition"` // 1-based; warm-up runs count separately
 	Warmup     bool    `json:"warmup,omitempty"`
-	Block      int     `json:"block"` // runs of one block share one application of settings
+	Block      int     `json:"block"`            // runs of one block share one application of settings
+	Target     string  `json:"target,omitempty"` // its configuration's named target
 	Seed       int64   `json:"seed"`
 }
 
@@ -151,8 +158,13 @@ func (p *Plan) loadKey(c *Config) string {
 // restartKey is the values of the settings that need a restart.
 func (p *Plan) restartKey(c *Config) string {
 	var parts []string
+	if c.Target != "" {
+		// The configurations of one named target run together: a
+		// change of target on a shared server restores the settings.
+		parts = append(parts, "target="+c.Target)
+	}
 	for _, s := range c.Settings {
-		if p.spec.needsRestart(s.Name) {
+		if p.spec.needsRestartOn(c.Target, s.Name) {
 			parts = append(parts, s.Name+"="+s.Value)
 		}
 	}
@@ -215,10 +227,10 @@ func (p *Plan) order(xVals []string) {
 	emitBlock := func(ci int, pairs [][2]int) { // pairs of (x index, repetition)
 		c := &p.Configs[ci]
 		for w := 1; w <= p.WarmupRuns; w++ {
-			p.Runs = append(p.Runs, Run{Config: ci, Label: c.Label, X: maxX, Repetition: w, Warmup: true, Block: block})
+			p.Runs = append(p.Runs, Run{Config: ci, Label: c.Label, X: maxX, Repetition: w, Warmup: true, Block: block, Target: c.Target})
 		}
 		for _, pr := range pairs {
-			p.Runs = append(p.Runs, Run{Config: ci, Label: c.Label, X: p.XValues[pr[0]], Repetition: pr[1], Block: block})
+			p.Runs = append(p.Runs, Run{Config: ci, Label: c.Label, X: p.XValues[pr[0]], Repetition: pr[1], Block: block, Target: c.Target})
 		}
 		block++
 	}

@@ -19,6 +19,7 @@ func NewPlan(s *Spec, seed int64) (*Plan, error) {
 	xVals := p.xAxisValues(s)
 	dims := p.dimensions(s)
 	checkDimensions(s, p.TargetKind, dims, pr)
+	p.targets(s, pr)
 	combos := expand(dims)
 	if n := len(combos) * len(xVals) * (s.Repetitions + s.WarmupRuns); n > 100_000 {
 		pr.addLine(0, "the matrix expands to %d runs; that is more than 100000", n)
@@ -104,7 +105,7 @@ func (p *Plan) xAxisValues(s *Spec) []string {
 func (p *Plan) dimensions(s *Spec) []Dimension {
 	var dims []Dimension
 	for _, d := range s.Matrix {
-		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir", DimStorage: StorageKey, DimEnvelope: "envelope", DimKernel: KernelKey}[d.Kind]
+		kind := map[DimKind]string{DimSetting: "setting", DimOption: "option", DimDataDir: "data_dir", DimStorage: StorageKey, DimEnvelope: "envelope", DimKernel: KernelKey, DimTarget: TargetKey}[d.Kind]
 		p.Dimensions = append(p.Dimensions, PlanDim{Name: d.Name, Kind: kind, Values: d.Values, XAxis: d.Name == s.XAxis && d.Kind == DimOption})
 		if d.Kind == DimOption && d.Name == s.XAxis {
 			continue
@@ -133,6 +134,10 @@ func checkDimensions(s *Spec, targetKind string, dims []Dimension, pr *problems)
 	}
 	if envelopeLine > 0 && dataDirLine > 0 {
 		pr.addLine(envelopeLine, "matrix.envelope and matrix.data_dir both given: vary one of them (target.managed.dir names the server directory of the envelopes)")
+	}
+	if len(s.Targets) > 0 {
+		checkTargetRestarts(s, dims, pr)
+		return
 	}
 	if targetKind != "dsn" || s.Target.RestartCommand != "" {
 		return
@@ -204,12 +209,22 @@ func (p *Plan) config(s *Spec, ci int, combo []string, dims []Dimension) Config 
 			c.Storage = v
 		case DimEnvelope:
 			c.Envelope = v
+		case DimTarget:
+			c.Target = v
 		case DimOption:
 			if opt, _ := w.Option(d.Name); opt.Load {
 				c.Load[d.Name] = v
 			} else {
 				c.Options[d.Name] = v
 			}
+		}
+	}
+	if t := s.NamedTarget(c.Target); t != nil {
+		// The target's own settings first, applied with the
+		// configuration's (matrix.settings cannot name them too).
+		c.Settings = append(append([]Setting{}, t.Settings...), c.Settings...)
+		if p.multiServer() {
+			c.DataDir = TargetPrefix + p.serverOf(c.Target)
 		}
 	}
 	if c.Storage != "" || c.Envelope != "" {

@@ -26,8 +26,9 @@ func (p *Plan) fingerprint() string {
 		Base                   []Setting
 		Configs                []Config
 		Runs                   []runID
-		Kernel                 []Setting `json:",omitempty"`
-	}{p.Workload, p.XAxis, p.Reset, p.ResetEvery, p.Database, p.BaseSettings, p.Configs, nil, p.BaseKernel}
+		Kernel                 []Setting    `json:",omitempty"`
+		Targets                []PlanTarget `json:",omitempty"`
+	}{p.Workload, p.XAxis, p.Reset, p.ResetEvery, p.Database, p.BaseSettings, p.Configs, nil, p.BaseKernel, p.Targets}
 	for _, r := range p.Runs {
 		id.Runs = append(id.Runs, runID{r.Config, r.Repetition, r.X, r.Warmup, r.Block, r.Seed})
 	}

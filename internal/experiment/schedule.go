@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,10 +40,11 @@ const (
 	StepClose                    // restore settings, stop the server tunebench started
 	StepKernel                   // set the kernel settings that change for a block
 	StepHook                     // run a hook's command
+	StepRestore                  // put back the settings of the named target before (its server stays)
 )
 
 func (k StepKind) String() string {
-	return [...]string{"open", "load", "apply", "reset", "cooldown", "run", "close", "kernel", "hook"}[k]
+	return [...]string{"open", "load", "apply", "reset", "cooldown", "run", "close", "kernel", "hook", "restore"}[k]
 }
 
 // Step is one action of the schedule.
@@ -55,6 +57,7 @@ type Step struct {
 	Kernel   []Setting // kernel: the kernel settings that change
 	Hook     *Hook     // hook: the command
 	Block    int       // hook before_config: the block it opens
+	Target   string    // restore: the named target whose settings are put back
 	// PerRun is set on the steps that belong to run Run: its reset,
 	// cool-down and hooks (a run skipped by a failed hook skips them).
 	PerRun   bool
@@ -81,6 +84,7 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 		curDir      string
 		curLoad     string
 		curBlock    = -1
+		curTarget   string
 		applied     map[string]string
 		first       = true
 		blockHasRun bool
@@ -97,7 +101,7 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 	}
 	closeStep := func() {
 		est := c.ServerStop
-		if p.TargetKind == "dsn" {
+		if p.kindOf(curDir) == "dsn" {
 			est = c.Reload
 		}
 		steps = append(steps, Step{Kind: StepClose, DataDir: curDir, Estimate: est})
@@ -116,14 +120,15 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 				closeStep()
 			}
 			est := c.ServerStart
-			if p.TargetKind == "dsn" {
+			if p.kindOf(cfg.DataDir) == "dsn" {
 				est = c.Connect
 			}
-			if len(p.BaseSettings) > 0 && p.TargetKind == "dsn" {
+			if len(p.BaseSettings) > 0 && p.kindOf(cfg.DataDir) == "dsn" {
 				est += c.Reload
 			}
 			steps = append(steps, Step{Kind: StepOpen, DataDir: cfg.DataDir, Estimate: est})
 			open, curDir, curLoad, curBlock, applied, kernel = true, cfg.DataDir, "", -1, map[string]string{}, map[string]string{}
+			curTarget = cfg.Target
 		}
 		if r.Block != curBlock {
 			var diff []Setting
@@ -150,6 +155,26 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 			steps = append(steps, Step{Kind: StepLoad, Config: r.Config, Estimate: est + time.Second})
 			curLoad = k
 		}
+		if r.Block != curBlock && cfg.Target != curTarget {
+			// Another named target on the same server: the settings the
+			// one before applied and this one does not set go back first.
+			restart, stale := false, false
+			for name := range applied {
+				if !slices.ContainsFunc(cfg.Settings, func(s Setting) bool { return s.Name == name }) {
+					stale = true
+				}
+				restart = restart || p.spec.needsRestartOn(curTarget, name)
+			}
+			if stale {
+				est := c.Reload
+				if restart {
+					est = c.Restart
+				}
+				steps = append(steps, Step{Kind: StepRestore, Config: r.Config, Target: curTarget, Restart: restart, Estimate: est})
+				applied = map[string]string{}
+			}
+			curTarget = cfg.Target
+		}
 		if r.Block != curBlock {
 			curBlock, blockHasRun = r.Block, false
 			var diff []Setting
@@ -160,7 +185,7 @@ func (p *Plan) Schedule(todo func(i int) bool) []Step {
 				}
 				diff = append(diff, s)
 				applied[s.Name] = s.Value
-				restart = restart || p.spec.needsRestart(s.Name)
+				restart = restart || p.spec.needsRestartOn(cfg.Target, s.Name)
 			}
 			if len(diff) > 0 {
 				est := c.Reload
@@ -265,7 +290,7 @@ func (p *Plan) estimateSteps(steps []Step) Estimate {
 		case StepLoad:
 			e.Loads++
 			e.LoadsS += sec
-		case StepApply:
+		case StepApply, StepRestore:
 			if s.Restart {
 				e.Restarts++
 			} else {
@@ -296,6 +321,20 @@ func SettingsText(ss []Setting) string { return settingsText(ss) }
 
 // describeOpen says how a server is opened.
 func (p *Plan) describeOpen(s Step) string {
+	if name := p.ServerOf(s.DataDir); name != "" {
+		t := p.Target(name)
+		on := "the server of target " + name
+		if names := p.targetsOn(name); len(names) > 1 {
+			on = "the server of targets " + strings.Join(names, ", ")
+		}
+		switch {
+		case t.Kind == "dsn":
+			return "connect to " + on
+		case t.Dir == "":
+			return "start " + on + " (managed " + t.Engine + ", in a temporary directory)"
+		}
+		return "start " + on + " (managed " + t.Engine + ", in " + t.Dir + ")"
+	}
 	switch {
 	case p.TargetKind == "dsn":
 		return "connect to the server"
@@ -354,8 +393,8 @@ func (p *Plan) DescribeStep(s Step) string {
 		how := "reload"
 		if s.Restart {
 			how = "restart"
-			if p.TargetKind == "dsn" && p.spec != nil && p.spec.Target.RestartCommand != "" {
-				how += ": " + p.spec.Target.RestartCommand
+			if cmd := p.restartCommandOf(p.Configs[s.Config].DataDir); p.kindOf(p.Configs[s.Config].DataDir) == "dsn" && cmd != "" {
+				how += ": " + cmd
 			}
 		}
 		return "apply " + settingsText(s.Settings) + " (" + how + ")"
@@ -365,10 +404,16 @@ func (p *Plan) DescribeStep(s Step) string {
 		return "cool down " + s.Duration.String()
 	case StepRun:
 		return p.describeRun(s.Run)
+	case StepRestore:
+		how := "reload"
+		if s.Restart {
+			how = "restart"
+		}
+		return "restore the settings of target " + s.Target + " (" + how + ")"
 	case StepClose:
-		if p.TargetKind == "dsn" {
-			if p.spec != nil && p.spec.Target.RestartCommand != "" {
-				return "restore the settings (a setting that needs it: restart: " + p.spec.Target.RestartCommand + ")"
+		if p.kindOf(s.DataDir) == "dsn" {
+			if cmd := p.restartCommandOf(s.DataDir); cmd != "" {
+				return "restore the settings (a setting that needs it: restart: " + cmd + ")"
 			}
 			return "restore the settings"
 		}

@@ -28,6 +28,7 @@ const shardWait = 2 * time.Minute
 func (lt *labTarget) runShards(ctx context.Context, req RunRequest, r workload.Runner, o option.Values, link store.PlanLink, n int) (RunResult, error) {
 	key := fmt.Sprintf("%s-run%d-%d", req.Experiment, req.Index+1, time.Now().UnixNano())
 	tgt := lt.runTarget()
+	hm, named := lt.runFacts(req.Config)
 	type outcome struct {
 		sum *results.Summary
 		err error
@@ -59,7 +60,7 @@ func (lt *labTarget) runShards(ctx context.Context, req RunRequest, r workload.R
 		rq := &lifecycle.Request{
 			Workload: r, Target: tgt, Options: v, Unsharded: o, Shard: rec, Progress: progress,
 			Store: lt.lab.Store, Version: lt.lab.Version, Getenv: lt.lab.Getenv, LookupEnv: lt.lab.LookupEnv, Observe: observe,
-			Layout: layoutRecord(lt.layout), Envelope: envelopeRecord(lt.envelope), Kernel: lt.lab.kernelRecord(), HostMetrics: lt.lab.Spec.Target.HostMetrics,
+			Layout: layoutRecord(lt.layout), Envelope: envelopeRecord(lt.envelope), Kernel: lt.lab.kernelRecord(), HostMetrics: hm, NamedTarget: named,
 		}
 		if i == 0 {
 			rq.Stdout, rq.Stderr = lt.lab.Stdout, lt.lab.Stderr

@@ -21,8 +21,17 @@ type Spec struct {
 	Source      string // the file as given (stored with the experiment)
 	Name        string
 	Description string
-	Target      TargetSpec
-	Workload    *Workload
+	// Target is the file's target (target:). With targets: it is the
+	// first target matrix.target compares, without its settings, for what
+	// knows one target only (whether it is managed, its directory).
+	Target TargetSpec
+	// Targets are the named targets (targets:), in file order, which
+	// matrix.target compares; nil with target:.
+	Targets []*NamedTarget
+	// targetsImplicit: the file has targets: and no matrix.target, so
+	// every target runs, in file order.
+	targetsImplicit bool
+	Workload        *Workload
 	// Options are workload.options as written (validated; defaults are
 	// added when the plan is built).
 	Options Options
@@ -162,6 +171,7 @@ const (
 	DimStorage                 // a storage layout the managed server runs on (matrix.storage)
 	DimEnvelope                // a hardware envelope the managed server runs in (matrix.envelope)
 	DimKernel                  // a kernel setting of this machine (matrix.kernel.KEY)
+	DimTarget                  // a named target (matrix.target)
 )
 
 // Dimension is one matrix key and its values.
@@ -183,7 +193,7 @@ var (
 	settingRe  = regexp.MustCompile(`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$`)
 )
 
-var topKeys = []string{"name", "description", "target", "workload", "matrix", "x_axis", "repetitions", "shards",
+var topKeys = []string{"name", "description", "target", "targets", "workload", "matrix", "x_axis", "repetitions", "shards",
 	"warmup_runs", "order", "seed", "reset", "reset_every", "cooldown", "baseline", "allow_unknown_settings", "layouts", "envelopes", "hooks"}
 
 // ParseOption adds to what Parse knows.
@@ -342,10 +352,19 @@ func Parse(file string, src []byte, cat Catalog, opts ...ParseOption) (*Spec, er
 		}
 	}
 
-	// The target.
-	if f, ok := top["target"]; ok {
-		s.parseTarget(f, p)
-	} else {
+	// The target, or the named targets.
+	tf, hasTarget := top["target"]
+	tsf, hasTargets := top["targets"]
+	switch {
+	case hasTarget && hasTargets:
+		p.add(tsf.keyN, "target and targets both given: target is the one target of a file, targets names several that matrix.target compares; keep one (move target's section under a name in targets)")
+		s.parseTargets(tsf, &cfg, p)
+	case hasTarget:
+		s.parseTarget(tf, p)
+	case hasTargets:
+		s.parseTargets(tsf, &cfg, p)
+	}
+	if s.Target.Managed == nil && s.Target.DSN == "" {
 		s.Target.Managed = &Managed{}
 	}
 	if s.Target.Database == "" {
@@ -367,6 +386,9 @@ func Parse(file string, src []byte, cat Catalog, opts ...ParseOption) (*Spec, er
 	}
 	if f, ok := top["matrix"]; ok {
 		s.parseMatrix(f, p)
+	}
+	if hasTargets {
+		s.checkTargets(tsf.keyN.Line, p)
 	}
 	s.checkKernelTarget(p)
 	if f, ok := top["hooks"]; ok {

@@ -21,7 +21,7 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 	}
 	var keys []string
 	if s.Workload != nil {
-		keys = append([]string{"settings", KernelKey, "data_dir", StorageKey, "envelope"}, s.Workload.OptionNames()...)
+		keys = append([]string{"settings", KernelKey, "data_dir", StorageKey, "envelope", TargetKey}, s.Workload.OptionNames()...)
 	}
 	for _, g := range fields {
 		switch {
@@ -57,6 +57,8 @@ func (s *Spec) parseMatrix(f field, p *problems) {
 			}
 		case g.key == KernelKey:
 			s.parseMatrixKernel(g, p)
+		case g.key == TargetKey:
+			s.parseMatrixTarget(g, p)
 		case g.key == StorageKey:
 			s.parseListDim(g, DimStorage, p, func(it *yaml.Node, v string) (string, bool) {
 				if _, known := s.Layouts[v]; !known {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
+	"github.com/tunebench/tunebench/internal/target"
 )
 
 // The target section of an experiment file (managed or dsn, settings,
@@ -15,10 +16,18 @@ import (
 // target driver's catalogue.
 
 func (s *Spec) parseTarget(f field, p *problems) {
-	fields, ok := mapping(f.value, "target", p)
+	s.parseTargetSection(f, &s.Target, "target", p)
+}
+
+// parseTargetSection reads a target section (target:, or one of
+// targets:) into ts; where names it in messages.
+func (s *Spec) parseTargetSection(f field, ts *TargetSpec, where string, p *problems) {
+	fields, ok := mapping(f.value, where, p)
 	if !ok {
 		return
 	}
+	// w spells a message's keys in this section's place.
+	w := func(msg string) string { return strings.ReplaceAll(msg, "target.", where+".") }
 	keys := []string{"managed", "dsn", "restart_command", "restart_timeout", "database", "settings", "kernel", "host_metrics"}
 	var managedF, dsnF, restartF, timeoutF *field
 	for i := range fields {
@@ -27,120 +36,123 @@ func (s *Spec) parseTarget(f field, p *problems) {
 		case "managed":
 			managedF = &fields[i]
 			m := &Managed{}
-			s.Target.Managed = m
-			mf, ok := mapping(tf.value, "target.managed", p)
+			ts.Managed = m
+			mf, ok := mapping(tf.value, where+".managed", p)
 			if !ok {
 				continue
 			}
 			for _, g := range mf {
 				switch g.key {
 				case "engine":
-					if v, ok := scalar(g.value, "target.managed.engine", p); ok {
+					if v, ok := scalar(g.value, where+".managed.engine", p); ok {
 						if v != "postgres" && v != "mariadb" {
-							p.add(g.value, "target.managed.engine is postgres (the default) or mariadb, not %q", v)
+							p.add(g.value, where+".managed.engine is postgres (the default) or mariadb, not %q", v)
 						} else if v != "postgres" {
 							m.Engine = v
 						}
 					}
 				case "dir":
-					if v, ok := scalar(g.value, "target.managed.dir", p); ok {
+					if v, ok := scalar(g.value, where+".managed.dir", p); ok {
 						m.Dir = v
 					}
 				case "port":
-					if v, ok := scalar(g.value, "target.managed.port", p); ok {
+					if v, ok := scalar(g.value, where+".managed.port", p); ok {
 						n, err := parseInt(v)
 						if err != nil || n < 0 || n > 65535 || (n > 0 && n < 1024) {
-							p.add(g.value, "target.managed.port must be 0 (pick a free one) or 1024-65535, not %q", v)
+							p.add(g.value, where+".managed.port must be 0 (pick a free one) or 1024-65535, not %q", v)
 						} else {
 							m.Port = int(n)
 						}
 					}
 				case "pg_bin":
-					if v, ok := scalar(g.value, "target.managed.pg_bin", p); ok {
+					if v, ok := scalar(g.value, where+".managed.pg_bin", p); ok {
 						m.PGBin = v
 					}
 				case "run_as":
-					if v, ok := scalar(g.value, "target.managed.run_as", p); ok {
+					if v, ok := scalar(g.value, where+".managed.run_as", p); ok {
 						m.RunAs = v
 					}
 				case "settings":
-					p.add(g.keyN, "settings belong to the target, not to target.managed: move them to target.settings")
+					p.add(g.keyN, "%s", w("settings belong to the target, not to target.managed: move them to target.settings"))
 				default:
-					unknownKey(p, g, "target.managed", []string{"engine", "dir", "port", "pg_bin", "run_as"})
+					unknownKey(p, g, where+".managed", []string{"engine", "dir", "port", "pg_bin", "run_as"})
 				}
 			}
 		case "dsn":
 			dsnF = &fields[i]
-			if v, ok := scalar(tf.value, "target.dsn", p); ok {
-				s.Target.DSN = v
+			if v, ok := scalar(tf.value, where+".dsn", p); ok {
+				ts.DSN = v
 				if hasPassword(v) {
-					p.add(tf.value, "target.dsn must not contain a password: use PGPASSWORD, ~/.pgpass or $TUNEBENCH_DSN")
+					p.add(tf.value, "%s", w("target.dsn must not contain a password: use PGPASSWORD, ~/.pgpass or $TUNEBENCH_DSN"))
 				}
 			}
 		case "restart_command":
 			restartF = &fields[i]
-			if v, ok := scalar(tf.value, "target.restart_command", p); ok {
+			if v, ok := scalar(tf.value, where+".restart_command", p); ok {
 				if strings.TrimSpace(v) == "" || strings.ContainsAny(v, "\n\r") {
-					p.add(tf.value, "target.restart_command is one shell command line that restarts the server, e.g. ssh db1 sudo systemctl restart postgresql")
+					p.add(tf.value, "%s", w("target.restart_command is one shell command line that restarts the server, e.g. ssh db1 sudo systemctl restart postgresql"))
 				}
-				s.Target.RestartCommand = v
+				ts.RestartCommand = v
 			}
 		case "restart_timeout":
 			timeoutF = &fields[i]
-			if v, ok := scalar(tf.value, "target.restart_timeout", p); ok {
+			if v, ok := scalar(tf.value, where+".restart_timeout", p); ok {
 				d, err := parseDuration(v)
 				if err != nil || d <= 0 {
-					p.add(tf.value, "target.restart_timeout is how long the restart command may take, a duration like 10m, not %q", v)
+					p.add(tf.value, w("target.restart_timeout is how long the restart command may take, a duration like 10m, not %q"), v)
 				} else {
-					s.Target.RestartTimeout = d
+					ts.RestartTimeout = d
 				}
 			}
 		case "database":
-			if v, ok := scalar(tf.value, "target.database", p); ok {
+			if v, ok := scalar(tf.value, where+".database", p); ok {
 				if !databaseRe.MatchString(v) {
-					p.add(tf.value, "target.database %q: use lower-case letters, digits and '_' (at most 54 characters, not starting with a digit)", v)
+					p.add(tf.value, w("target.database %q: use lower-case letters, digits and '_' (at most 54 characters, not starting with a digit)"), v)
 				} else {
-					s.Target.Database = v
+					ts.Database = v
 				}
 			}
 		case "settings":
-			s.Target.Settings = s.parseSettings(tf, "target.settings", p)
+			ts.Settings = s.parseSettings(tf, where+".settings", p)
 		case KernelKey:
+			if ts != &s.Target {
+				p.add(tf.keyN, "%s.kernel: kernel settings are this machine's, not one target's; put them in matrix.kernel (a single value applies to every run)", where)
+				continue
+			}
 			s.kernelLine = tf.keyN.Line
-			s.Target.Kernel = s.parseKernel(tf, "target.kernel", p)
+			ts.Kernel = s.parseKernel(tf, where+".kernel", p)
 		case "host_metrics":
-			s.parseHostMetrics(tf, p)
+			s.parseHostMetrics(tf, &ts.HostMetrics, where, p)
 		default:
-			unknownKey(p, tf, "target", keys)
+			unknownKey(p, tf, where, keys)
 		}
 	}
 	if restartF != nil && dsnF == nil {
-		p.add(restartF.keyN, "target.restart_command is for a server given by target.dsn; tunebench restarts its managed server itself")
+		p.add(restartF.keyN, "%s", w("target.restart_command is for a server given by target.dsn; tunebench restarts its managed server itself"))
 	}
 	if timeoutF != nil && restartF == nil {
-		p.add(timeoutF.keyN, "target.restart_timeout bounds target.restart_command: give the command too, or drop the timeout")
+		p.add(timeoutF.keyN, "%s", w("target.restart_timeout bounds target.restart_command: give the command too, or drop the timeout"))
 	}
 	switch {
 	case managedF != nil && dsnF != nil:
-		p.add(dsnF.keyN, "target has both managed and dsn; keep one")
+		p.add(dsnF.keyN, "%s has both managed and dsn; keep one", where)
 	case dsnF != nil:
-		s.Target.Managed = nil
+		ts.Managed = nil
 	case managedF == nil:
-		s.Target.Managed = &Managed{}
+		ts.Managed = &Managed{}
 	}
 }
 
 // parseHostMetrics reads target.host_metrics: a source (auto, local, sql,
 // none, or node_exporter's URL), or a mapping of source, disk,
 // container_metrics and container, as the run flags.
-func (s *Spec) parseHostMetrics(f field, p *problems) {
-	hm := &s.Target.HostMetrics
+func (s *Spec) parseHostMetrics(f field, hm *target.HostMetrics, where string, p *problems) {
 	if n := resolve(f.value); n != nil && n.Kind == yaml.ScalarNode {
-		if v, ok := scalar(f.value, "target.host_metrics", p); ok {
+		if v, ok := scalar(f.value, where+".host_metrics", p); ok {
 			hm.Source = v
 		}
 	} else {
-		fields, ok := mapping(f.value, "target.host_metrics", p)
+		fields, ok := mapping(f.value, where+".host_metrics", p)
 		if !ok {
 			return
 		}
@@ -156,16 +168,16 @@ func (s *Spec) parseHostMetrics(f field, p *problems) {
 			case "container":
 				dst = &hm.Container
 			default:
-				unknownKey(p, g, "target.host_metrics", []string{"source", "disk", "container_metrics", "container"})
+				unknownKey(p, g, where+".host_metrics", []string{"source", "disk", "container_metrics", "container"})
 				continue
 			}
-			if v, ok := scalar(g.value, "target.host_metrics."+g.key, p); ok {
+			if v, ok := scalar(g.value, where+".host_metrics."+g.key, p); ok {
 				*dst = v
 			}
 		}
 	}
 	if err := hm.Check(); err != nil {
-		msg := strings.NewReplacer("--host-metrics", "target.host_metrics", "--container-metrics", "container_metrics", "--container", "container").Replace(err.Error())
+		msg := strings.NewReplacer("--host-metrics", where+".host_metrics", "--container-metrics", "container_metrics", "--container", "container").Replace(err.Error())
 		if h := errs.HintOf(err); h != "" {
 			msg += " (" + h + ")"
 		}
@@ -230,6 +242,9 @@ func settingValue(n *yaml.Node, where string, p *problems) (string, bool) {
 type settingKey struct {
 	name, where string
 	node        *yaml.Node
+	// target is the named target whose settings name it ("": the file's
+	// target or the matrix).
+	target string
 }
 
 // checkGoverned refuses the settings the workload sets itself in its
@@ -257,12 +272,9 @@ func (s *Spec) checkSettingName(g field, where string, p *problems) (string, boo
 // catalogue, once the whole file (and so the target) is read: the settings
 // tunebench manages are refused, and unknown names get a suggestion.
 func (s *Spec) checkSettingNames(p *problems) {
-	c := s.catalog
-	if c == nil {
-		return
-	}
 	for _, k := range s.settingKeys {
-		if !settingRe.MatchString(k.name) {
+		c := s.catalogOf(k.target)
+		if c == nil || !settingRe.MatchString(k.name) {
 			continue
 		}
 		if c.Managed(k.name) {

@@ -81,6 +81,9 @@ type Request struct {
 	// Kernel are the kernel settings in force (an experiment's
 	// target.kernel and matrix.kernel), recorded in the environment.
 	Kernel []envinfo.KernelSetting
+	// NamedTarget is the experiment's named target the run is on
+	// (targets:), recorded in the environment with the target's notes.
+	NamedTarget *envinfo.NamedTarget
 	// EnvelopeUsage reads what the run used of its envelope (counters and
 	// a line), at save time.
 	EnvelopeUsage func() (json.RawMessage, string)
@@ -420,6 +423,7 @@ func runMeasurer(ctx context.Context, req *Request, r workload.Measurer) (*resul
 		// The workload's own snapshot (of its directory): what the run
 		// was made in is the lifecycle's to add.
 		m.Env.Layout, m.Env.Envelope, m.Env.Kernel = req.Layout, req.Envelope, req.Kernel
+		addTargetNotes(m.Env, req)
 	}
 	id, serr := save(bg, req, r, sum, m.Env, m.Check, append(m.Series, sampled...), m.Histograms, nil)
 	if serr != nil && req.rescued == nil { // a rescued run still ends with its own exit code

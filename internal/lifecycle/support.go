@@ -32,8 +32,18 @@ func envOf(ctx context.Context, req *Request) *envinfo.Snapshot {
 	}
 	if s != nil {
 		s.Layout, s.Envelope, s.Kernel = req.Layout, req.Envelope, req.Kernel
+		addTargetNotes(s, req)
 	}
 	return s
+}
+
+// addTargetNotes records the experiment's named target and what the
+// target says its figures mean (target.Noter).
+func addTargetNotes(s *envinfo.Snapshot, req *Request) {
+	s.Target = req.NamedTarget
+	if n, ok := req.Target.(target.Noter); ok && req.Target != nil {
+		s.Notes = n.Notes()
+	}
 }
 
 // paramsJSON is the run's parameters as stored: the workload's, and what

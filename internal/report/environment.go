@@ -176,7 +176,7 @@ func dataBlock(s *envinfo.Snapshot) *envinfo.Block {
 }
 
 // environment builds the environment and settings tables over the runs.
-func environment(d *dataset) (env, settings []envRow, note string) {
+func environment(d *dataset) (env []envRow, settings []settingsView, note string) {
 	var with []*runData
 	var without []int64
 	for _, rd := range d.Runs {
@@ -209,6 +209,36 @@ func environment(d *dataset) (env, settings []envRow, note string) {
 		}
 	}
 
+	// One table per database product: a setting of one engine is not
+	// "at its default" on another.
+	var products []string
+	byProduct := map[string][]*runData{}
+	for _, rd := range with {
+		p := productOf(rd)
+		if _, ok := byProduct[p]; !ok {
+			products = append(products, p)
+		}
+		byProduct[p] = append(byProduct[p], rd)
+	}
+	for _, p := range products {
+		if rows := settingRows(byProduct[p]); len(rows) > 0 {
+			settings = append(settings, settingsView{Of: p, Rows: rows})
+		}
+	}
+	return env, settings, note
+}
+
+// settingsView is the table of one database product's settings that are
+// not at their defaults, over the runs on it.
+type settingsView struct {
+	Of   string
+	Rows []envRow
+}
+
+// settingRows are the settings of runs of one database product, those
+// that differ between runs first (they are what was varied).
+func settingRows(with []*runData) []envRow {
+	var settings []envRow
 	names := map[string]bool{}
 	for _, rd := range with {
 		for k := range rd.Env.DatabaseSettings() {
@@ -235,9 +265,8 @@ func environment(d *dataset) (env, settings []envRow, note string) {
 			settings = append(settings, row)
 		}
 	}
-	// Settings that differ between runs first: they are what was varied.
 	sort.SliceStable(settings, func(i, j int) bool { return settings[i].Differs && !settings[j].Differs })
-	return env, settings, note
+	return settings
 }
 
 // distinct reports whether vs holds more than one value.

@@ -136,6 +136,18 @@ type planInfo struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
 	} `json:"base_settings"`
+	// Targets are the named targets the experiment compared
+	// (matrix.target).
+	Targets []struct {
+		Name     string `json:"name"`
+		Engine   string `json:"engine"`
+		Kind     string `json:"kind"`
+		Server   string `json:"server"`
+		Settings []struct {
+			Name  string `json:"name"`
+			Value string `json:"value"`
+		} `json:"settings"`
+	} `json:"targets"`
 	Dimensions []struct {
 		Name   string   `json:"name"`
 		Kind   string   `json:"kind"`

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -71,11 +70,14 @@ type Report struct {
 	Exp       *expView
 	Selection []kv // for a list of runs
 
-	Env      []envRow
-	Settings []envRow
-	// SettingsOf names the database(s) whose settings Settings are.
-	SettingsOf string
-	EnvNote    string
+	Env []envRow
+	// Settings are the non-default settings, a table per database
+	// product.
+	Settings []settingsView
+	EnvNote  string
+	// Engines says what means something different on each database
+	// engine the runs compare (nil for runs on one).
+	Engines *enginesView
 
 	Groups []groupView
 	Other  []otherView // the sections of workloads the executor does not measure (storage, fsblog)
@@ -227,13 +229,7 @@ func build(d *dataset, storePath string, o Options) (*Report, error) {
 		r.Notes = append(r.Notes, "No stored runs: nothing to chart yet.")
 	}
 	r.Env, r.Settings, r.EnvNote = environment(d)
-	var products []string
-	for _, rd := range d.Runs {
-		if p := productOf(rd); !slices.Contains(products, p) {
-			products = append(products, p)
-		}
-	}
-	r.SettingsOf = strings.Join(products, " and ")
+	r.Engines = engines(d)
 
 	for _, g := range a.Groups {
 		gv, err := groupViewOf(g)

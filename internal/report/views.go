@@ -110,7 +110,24 @@ func experimentView(d *dataset) *expView {
 	if p.Database != "" {
 		target += ", database " + p.Database
 	}
+	if len(p.Targets) > 0 {
+		target = "named targets, database " + p.Database
+	}
 	add("Target", target)
+	for _, t := range p.Targets {
+		v := t.Kind + " " + t.Engine
+		if t.Server != t.Name {
+			v += ", on the server of " + t.Server
+		}
+		var ss []string
+		for _, s := range t.Settings {
+			ss = append(ss, s.Name+"="+s.Value)
+		}
+		if len(ss) > 0 {
+			v += "; settings " + strings.Join(ss, " ")
+		}
+		add("Target "+t.Name, v)
+	}
 	if len(p.BaseSettings) > 0 {
 		var ss []string
 		for _, s := range p.BaseSettings {

@@ -351,6 +351,25 @@ func ChartsOf(drivers []Driver) []results.ChartDef {
 	return out
 }
 
+// Noter is a Target that says where its database's figures mean
+// something of their own (envinfo.Note topics: the default isolation
+// level, the source of the database side's transaction counter). Every
+// run records the notes with its environment; a report that puts several
+// databases side by side shows them once.
+type Noter interface {
+	Notes() []envinfo.Note
+}
+
+// SettingsRestorer is a Target opened for an experiment (Spec.Own) that
+// can put back every setting applied through it since it opened, base
+// settings included, and keep the server running: the named targets of
+// an experiment that share one server differ in their settings, and the
+// next one starts from the server's own values. restarted says whether a
+// restart was needed for that.
+type SettingsRestorer interface {
+	RestoreSettings(ctx context.Context) (restarted bool, err error)
+}
+
 // ErrorsHinter is a Target that names the fix of a run whose errors
 // exceeded its threshold, by the error code most of them had, in its
 // database's terms ("" leaves it to the SQLSTATE rules PostgreSQL's

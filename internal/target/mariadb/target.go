@@ -493,3 +493,36 @@ func connError(err error, what string) error {
 	}
 	return errs.Wrap(errs.KindConnect, err, "", "%s", what)
 }
+
+// RestoreSettings puts back every setting an owned target kept (as Close
+// does) and leaves the server running (target.SettingsRestorer).
+func (t *Target) RestoreSettings(ctx context.Context) (bool, error) {
+	t.init()
+	t.mu.Lock()
+	kept := *t.kept
+	*t.kept = nil
+	t.mu.Unlock()
+	if len(kept) == 0 {
+		return false, nil
+	}
+	restarted := false
+	for _, a := range kept {
+		restarted = restarted || a.Restart
+	}
+	if err := t.restore(ctx, kept); err != nil {
+		t.mu.Lock()
+		*t.kept = append(kept, *t.kept...)
+		t.mu.Unlock()
+		return false, err
+	}
+	return restarted, nil
+}
+
+// Notes say what MariaDB's figures mean where other databases' differ
+// (target.Noter).
+func (t *Target) Notes() []envinfo.Note {
+	return []envinfo.Note{
+		{Topic: envinfo.NoteIsolation, Text: "repeatable read by default (InnoDB; transaction_isolation), unless the workload or the settings choose another level"},
+		{Topic: envinfo.NoteTransactions, Text: "Com_commit + Com_rollback of the whole server (SHOW GLOBAL STATUS): COMMIT and ROLLBACK statements of every database, autocommitted statements not counted"},
+	}
+}

@@ -3,6 +3,7 @@ package pg
 import (
 	"context"
 
+	"github.com/tunebench/tunebench/internal/envinfo"
 	"github.com/tunebench/tunebench/internal/server"
 	"github.com/tunebench/tunebench/internal/target"
 )
@@ -117,4 +118,41 @@ func mergeFirst(old, done []server.Applied) []server.Applied {
 		}
 	}
 	return old
+}
+
+// RestoreSettings puts back every setting applied through an owned target
+// since it opened (as Close does) and leaves the server running
+// (target.SettingsRestorer).
+func (t *Target) RestoreSettings(ctx context.Context) (bool, error) {
+	if !t.owned {
+		return false, nil
+	}
+	switch {
+	case t.srv != nil:
+		restarted := false
+		for _, a := range t.srv.AppliedSettings() {
+			restarted = restarted || a.NeededRestart
+		}
+		return restarted, t.srv.Release(ctx, nil)
+	case len(t.pending) > 0:
+		restarted := false
+		for _, a := range t.pending {
+			restarted = restarted || a.NeededRestart
+		}
+		if err := server.Restore(ctx, t.conn.Connect, t.restarter, t.pending); err != nil {
+			return false, err
+		}
+		t.pending = nil
+		return restarted, nil
+	}
+	return false, nil
+}
+
+// Notes say what PostgreSQL's figures mean where other databases' differ
+// (target.Noter).
+func (t *Target) Notes() []envinfo.Note {
+	return []envinfo.Note{
+		{Topic: envinfo.NoteIsolation, Text: "read committed by default (default_transaction_isolation), unless the workload or the settings choose another level"},
+		{Topic: envinfo.NoteTransactions, Text: "xact_commit + xact_rollback of the benchmark database in pg_stat_database: every transaction, autocommitted statements included, of that database only"},
+	}
 }
