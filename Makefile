@@ -92,6 +92,12 @@ bench-load-tpcb: deps build
 bench-mariadb: deps build
 	scripts/bench-mariadb.sh
 
+# MariaDB tpcc: tunebench against go-tpc (installed by the script from the
+# Go module proxy when missing), load and run (docs/benchmarks.md).
+.PHONY: bench-mariadb-tpcc
+bench-mariadb-tpcc: deps build
+	scripts/bench-mariadb-tpcc.sh
+
 # Benchmark (not a test): this tree's binary against another one (OLD=path,
 # e.g. the binary before a change), alternated on one managed server:
 # tpcb select-only and tpcb-like, tpcc procs and sql (docs/benchmarks.md).

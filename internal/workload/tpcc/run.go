@@ -33,11 +33,19 @@ round-robin so virtual users never share one while there are enough warehouses;
 --mode procs calls server-side PL/pgSQL functions (one round trip per transaction,
 like HammerDB); --mode sql sends the statements from the client, pipelined where
 the transaction's logic allows. Both have the same effects on the database.
+On MariaDB, procs mode calls stored procedures that start and end their own
+transactions, and sql mode sends each transaction's statements as one
+multi-statement round trip (New-Order: two), since MariaDB would run statements
+sent past an error; --isolation is tunebench's read-committed unless given
+(MariaDB's own default is repeatable-read).
 
 Results: NOPM = committed New-Orders per minute of the measured interval,
 cross-checked against the growth of sum(d_next_o_id) (the run fails loudly if
 they disagree beyond the ambiguous commits); TPM = commits + rollbacks per minute
-of the database under test in pg_stat_database (HammerDB sums all databases).
+of the database under test in pg_stat_database (HammerDB sums all databases); on
+MariaDB, Com_commit + Com_rollback of the whole server, as HammerDB counts it
+(COMMIT and ROLLBACK statements: sql mode's read-only Order-Status and
+Stock-Level run in autocommit and are not counted).
 Per transaction type: count, min, avg, max, stddev, p50, p90, p95, p99 and
 total time. After the run, consistency conditions 1-5 and 7-9 run in one
 snapshot (--expensive-checks adds 6, 10 and 12) and the distribution audits

@@ -68,7 +68,7 @@ func (Workload) Options() option.Set {
 		{Name: "keying_think", Kind: option.KindBool, Default: "false",
 			Doc: "apply the spec's keying and think times (outside the timed region)"},
 		{Name: "isolation", Kind: option.KindString, Default: "read-committed", Enum: isolations, Governs: "default_transaction_isolation",
-			Doc: "transaction isolation level"},
+			Doc: "transaction isolation level (the same default on every engine; MariaDB's own default is repeatable-read)"},
 		{Name: "rate", Short: "R", Kind: option.KindFloat, HasMin: true, Role: option.RoleRate,
 			Doc: "open loop: target transactions per second in total (Poisson schedule)"},
 		workload.TimerSlackOption(),
