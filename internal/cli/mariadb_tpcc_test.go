@@ -13,7 +13,8 @@ import (
 )
 
 // TestMariaDBTPCC: tpcc on a managed MariaDB through the commands a user
-// types. The load passes all twelve consistency conditions; a run in each
+// types. A load that does not fit in the data directory's filesystem is
+// refused before it writes; the load passes all twelve consistency conditions; a run in each
 // mode at each isolation level is ok, its NOPM cross-check is exact and
 // the conditions pass after it; a run through a SIGKILL of mariadbd and a
 // restart survives, with TPM unknown and why, and the database still
@@ -25,6 +26,9 @@ func TestMariaDBTPCC(t *testing.T) {
 	dir := srv.Dir()
 	conn := []string{"--server-dir", dir}
 	results := tempPath(t, "results.db")
+	if r := h.must(6, "load", "tpcc", "--server-dir", dir, "--warehouses", "100000"); !strings.Contains(r.stderr, "not enough space for tpcc 100000 warehouses") {
+		t.Errorf("a load that does not fit:\n%s", r)
+	}
 	r := h.must(0, "load", "tpcc", "--server-dir", dir, "--warehouses", "1", "--jobs", "2")
 	if !strings.Contains(r.stdout, "done in") || !strings.Contains(r.stdout, "order_line 3") {
 		t.Errorf("load:\n%s", r)

@@ -93,3 +93,12 @@ var ErrNoRows = errors.New("no rows in result set")
 type LostChecker interface {
 	ConnLost(err error) bool
 }
+
+// DataDirer is a target that knows where its server keeps its data on
+// this machine (a managed server, or one on this host whose data
+// directory this process can see), so that a load can check the free
+// space before it writes and watch it while it does.
+type DataDirer interface {
+	// LocalDataDir is the data directory, or "" and why it is not known.
+	LocalDataDir(ctx context.Context) (dir, why string)
+}

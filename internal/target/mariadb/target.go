@@ -526,3 +526,28 @@ func (t *Target) Notes() []envinfo.Note {
 		{Topic: envinfo.NoteTransactions, Text: "Com_commit + Com_rollback of the whole server (SHOW GLOBAL STATUS): COMMIT and ROLLBACK statements of every database, autocommitted statements not counted"},
 	}
 }
+
+// LocalDataDir is the server's data directory on this machine
+// (target.DataDirer): a managed server's, or @@datadir of a server on
+// this host when this process can see it.
+func (t *Target) LocalDataDir(ctx context.Context) (string, string) {
+	if t.srv != nil {
+		return filepath.Join(t.srv.Dir(), dataSubdir), ""
+	}
+	if t.Remote() {
+		return "", "the server runs on another machine"
+	}
+	pool, err := t.Open(t.cfg.DBName)
+	if err != nil {
+		return "", err.Error()
+	}
+	defer pool.Close()
+	var dir string
+	if err := pool.QueryRowContext(ctx, "SELECT @@datadir").Scan(&dir); err != nil {
+		return "", "reading @@datadir: " + err.Error()
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", "the server's data directory " + dir + " is not visible here (a container?)"
+	}
+	return dir, ""
+}

@@ -40,6 +40,8 @@ type LoadOptions struct {
 	Format string
 	// Space checks the free space before the data goes in (nil: no check).
 	Space *loadspace.Load
+	// dirSpace is MariaDB's (load_mariadb.go; nil: no check).
+	dirSpace *loadspace.DirLoad
 
 	// afterTask, when set (tests), is called after each finished chunk
 	// ("data"), key build ("key") or ANALYZE ("analyze").

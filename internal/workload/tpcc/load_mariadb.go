@@ -16,6 +16,7 @@ import (
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
+	"github.com/tunebench/tunebench/internal/workload/loadspace"
 )
 
 // The load on MariaDB: the same generator (load_gen.go) writes the rows in
@@ -27,6 +28,10 @@ import (
 // indexes are built after the data (a sorted build). Each chunk goes in
 // one transaction that also marks it done in ProgressTable, so an
 // interrupted load resumes where it stopped, as on PostgreSQL.
+
+// mariaBytesSQL is what the tpcc tables take with their indexes.
+var mariaBytesSQL = "SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('" +
+	strings.Join(Tables, "', '") + "')"
 
 // mariaKeys are the primary keys, made with the tables.
 var mariaKeys = map[string]string{
@@ -139,6 +144,11 @@ func loadMariaDB(ctx context.Context, admins target.Admins, o LoadOptions, progr
 		if err := admin.QueryRow(ctx, "SELECT COUNT(*) FROM "+ProgressTable+" WHERE done_at IS NOT NULL").Scan(&st.Skipped); err != nil {
 			return st, err
 		}
+		var in int64
+		_ = admin.QueryRow(ctx, mariaBytesSQL).Scan(&in)
+		if err := o.dirSpace.Check(ctx, dataBytes(info.Warehouses)-in); err != nil {
+			return st, err
+		}
 	} else if info, pending, err = mariaPrepareFresh(ctx, admin, o); err != nil {
 		return st, err
 	}
@@ -166,6 +176,10 @@ func loadMariaDB(ctx context.Context, admins target.Admins, o LoadOptions, progr
 	})
 	defer stopTicker()
 
+	// The free space is watched from here to the end: a MariaDB whose
+	// disk is full waits instead of failing.
+	ctx, stopGuard := o.dirSpace.Guard(ctx)
+	defer stopGuard()
 	t0 := time.Now()
 	var next atomic.Int64
 	err = mariaParallel(ctx, min(o.Workers, max(len(pending), 1)), admins, func(ctx context.Context, a target.Admin) error {
@@ -242,8 +256,7 @@ func loadMariaDB(ctx context.Context, admins target.Admins, o LoadOptions, progr
 		return st, fmt.Errorf("marking the load complete: %w", err)
 	}
 	var bytes int64
-	if err := admin.QueryRow(ctx, "SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('"+
-		strings.Join(Tables, "', '")+"')").Scan(&bytes); err == nil {
+	if err := admin.QueryRow(ctx, mariaBytesSQL).Scan(&bytes); err == nil {
 		st.DataMBytes = float64(bytes) / (1 << 20)
 	}
 	st.Total = time.Since(start)
@@ -367,6 +380,9 @@ func mariaPrepareFresh(ctx context.Context, a target.Admin, o LoadOptions) (Info
 			return Info{}, nil, fmt.Errorf("dropping the old tables: %w", err)
 		}
 	}
+	if err := o.dirSpace.Check(ctx, dataBytes(o.Warehouses)); err != nil {
+		return Info{}, nil, err
+	}
 	// The meta table first and last: a load stopped in between is seen
 	// as incomplete.
 	stmts := append([]string{mariaMetaDDL, mariaProgressDDL}, nil...)
@@ -460,6 +476,10 @@ func loadOnMariaDB(ctx context.Context, env *workload.LoadEnv) (*workload.Report
 	if err := lo.Validate(); err != nil {
 		return nil, err
 	}
+	lo.dirSpace = &loadspace.DirLoad{Target: env.Target, What: "tpcc", Force: o.Bool("force"), Smaller: "fewer --warehouses"}
+	if lo.Warehouses > 0 {
+		lo.dirSpace.What += " " + plural(lo.Warehouses, "warehouse")
+	}
 	what := "loading tpcc " + plural(lo.Warehouses, "warehouse")
 	if lo.Resume {
 		what = "resuming the tpcc load"
@@ -482,7 +502,11 @@ func loadOnMariaDB(ctx context.Context, env *workload.LoadEnv) (*workload.Report
 			return nil, errs.Wrap(errs.KindInterrupted, err, "finish it with `tunebench load tpcc --resume`, or start over with --drop",
 				"load interrupted; the finished chunks are kept and the load is marked incomplete")
 		}
-		return nil, errs.Wrap(errs.KindOf(err), err, "finish it with `tunebench load tpcc --resume` (the finished chunks are kept), or start over with --drop", "the tpcc load failed")
+		next := "finish it with `tunebench load tpcc --resume` (the finished chunks are kept), or start over with --drop, with fewer --warehouses"
+		if errs.KindOf(err) == errs.KindUsage || errs.KindOf(err) == errs.KindEnvironment {
+			return nil, lo.dirSpace.Error(err, next)
+		}
+		return nil, lo.dirSpace.Error(errs.Wrap(errs.KindOf(err), err, next, "the tpcc load failed"), next)
 	}
 	if st.Complete {
 		return &workload.Report{Blocks: []results.Block{results.Line(fmt.Sprintf("the tpcc load of %s is already complete: nothing to resume", plural(st.Warehouses, "warehouse")))}}, nil
