@@ -15,8 +15,8 @@ import (
 // TestMariaDBTPCC: tpcc on a managed MariaDB through the commands a user
 // types. A load that does not fit in the data directory's filesystem is
 // refused before it writes; the load passes all twelve consistency conditions; a run in each
-// mode at each isolation level is ok, its NOPM cross-check is exact and
-// the conditions pass after it; a run through a SIGKILL of mariadbd and a
+// mode at each isolation level is ok with its NOPM cross-check exact, and
+// the conditions pass after them; a run through a SIGKILL of mariadbd and a
 // restart survives, with TPM unknown and why, and the database still
 // passes the conditions.
 func TestMariaDBTPCC(t *testing.T) {
@@ -30,7 +30,7 @@ func TestMariaDBTPCC(t *testing.T) {
 		t.Errorf("a load that does not fit:\n%s", r)
 	}
 	r := h.must(0, "load", "tpcc", "--server-dir", dir, "--warehouses", "1", "--jobs", "2")
-	if !strings.Contains(r.stdout, "done in") || !strings.Contains(r.stdout, "order_line 3") {
+	if !strings.Contains(r.stdout, "done in") || !strings.Contains(r.stdout, "rows: order_line") {
 		t.Errorf("load:\n%s", r)
 	}
 	if r := h.must(0, "check", "tpcc", "--server-dir", dir, "--all"); !strings.Contains(r.stdout, "12 conditions") || !strings.Contains(r.stdout, "all passed") {
@@ -42,19 +42,24 @@ func TestMariaDBTPCC(t *testing.T) {
 		for _, iso := range []string{"read-committed", "repeatable-read", "serializable"} {
 			js := tempPath(t, mode+iso+".json")
 			r := h.run(append([]string{"run", "tpcc", "--mode", mode, "--isolation", iso, "--vusers", "3", "--rampup", "0s", "--duration", "1s",
-				"--max-tries", "10", "--results", results, "--json", js}, conn...)...)
+				"--max-tries", "10", "--no-check", "--results", results, "--json", js}, conn...)...)
 			if r.code != 0 {
 				t.Errorf("%s %s: exit %d:\n%s", mode, iso, r.code, r)
 				continue
 			}
 			s := readTroubleSummary(t, js)
-			if s.Status != "ok" || !s.NOPMCheck.Passed || s.Check == nil || !s.Check.Passed || s.NOPM <= 0 || s.TPM == nil || *s.TPM <= 0 {
-				t.Errorf("%s %s: status %s, cross-check %+v, check %+v, NOPM %v, TPM %v", mode, iso, s.Status, s.NOPMCheck, s.Check, s.NOPM, s.TPM)
+			if s.Status != "ok" || !s.NOPMCheck.Passed || s.NOPM <= 0 || s.TPM == nil || *s.TPM <= 0 {
+				t.Errorf("%s %s: status %s, cross-check %+v, NOPM %v, TPM %v", mode, iso, s.Status, s.NOPMCheck, s.NOPM, s.TPM)
 			}
 			if !strings.Contains(s.NOPMCheck.Detail, "sum(d_next_o_id) grew by") {
 				t.Errorf("%s %s: cross-check detail %q", mode, iso, s.NOPMCheck.Detail)
 			}
 		}
+	}
+	// The conditions after the six runs (each run's own check is left out
+	// to keep the test short: a run that broke one would leave it broken).
+	if r := h.must(0, "check", "tpcc", "--server-dir", dir, "--expensive"); !strings.Contains(r.stdout, "11 conditions") || !strings.Contains(r.stdout, "all passed") {
+		t.Errorf("check after the runs in each mode at each isolation level:\n%s", r)
 	}
 
 	// SIGKILL of mariadbd mid-run, then a restart of the managed server.
