@@ -127,6 +127,15 @@ func loadMariaDB(ctx context.Context, admins target.Admins, o LoadOptions, progr
 	if _, ok := admin.(target.TextLoader); !ok {
 		return st, errs.New(errs.KindInternal, "", "the MariaDB admin connection takes no text rows")
 	}
+	// Before anything is made: the rows go in by LOAD DATA LOCAL INFILE.
+	var local int
+	if err := admin.QueryRow(ctx, "SELECT @@GLOBAL.local_infile").Scan(&local); err != nil {
+		return st, err
+	}
+	if local == 0 {
+		return st, errs.New(errs.KindEnvironment, "turn it on: SET GLOBAL local_infile = ON (or local_infile = 1 in the server's option file), then load again",
+			"the server does not allow LOAD DATA LOCAL INFILE (local_infile is OFF), by which tpcc loads its rows")
+	}
 
 	var info Info
 	var pending []chunk
@@ -270,6 +279,32 @@ func loadMariaDB(ctx context.Context, admins target.Admins, o LoadOptions, progr
 	return st, nil
 }
 
+// mariaChunks splits the load into chunks of one warehouse (item, and
+// warehouse and district, are one chunk each): InnoDB writes undo for
+// every row of a transaction, keeps it until the commit and rolls an
+// interrupted one back row by row, so a chunk stays a transaction of at
+// most about 300,000 rows (one warehouse's order lines), whatever the
+// warehouses.
+func mariaChunks(warehouses int, seed int64) []chunk {
+	var out []chunk
+	add := func(table string, lo, hi int) {
+		out = append(out, chunk{ID: len(out) + 1, Table: table, Rel: table, WLo: lo, WHi: hi, Rows: chunkRows(table, seed, lo, hi)})
+	}
+	for _, t := range Tables {
+		switch t {
+		case "item":
+			add(t, 0, 0)
+		case "warehouse", "district":
+			add(t, 1, warehouses)
+		default:
+			for w := 1; w <= warehouses; w++ {
+				add(t, w, w)
+			}
+		}
+	}
+	return out
+}
+
 // mariaParallel runs do on n admin connections of their own; the first
 // error cancels the others.
 func mariaParallel(ctx context.Context, n int, admins target.Admins, do func(context.Context, target.Admin) error) error {
@@ -309,15 +344,21 @@ func mariaParallel(ctx context.Context, n int, admins target.Admins, do func(con
 func mariaChunk(ctx context.Context, a target.Admin, c chunk, info Info, rows, tableRows *atomic.Int64) error {
 	// Every chunk, also one of a resumed load, writes the load's start
 	// time: O_ENTRY_D = OL_DELIVERY_D across chunks.
-	src := &copySource{g: newGen(c.Table, info.Seed, info.Load, c.WLo, c.WHi), e: newEnc(FormatText, info.StartedAt.UTC()), counter: rows}
+	src := &copySource{g: newGen(c.Table, info.Seed, info.Load, c.WLo, c.WHi), e: newEnc(FormatText, info.StartedAt.Local()), counter: rows}
 	err := a.Tx(ctx, target.TxOptions{}, func(tx target.Admin) error {
-		if _, err := tx.(target.TextLoader).BulkLoadText(ctx, c.Rel, nil, src); err != nil {
+		n, err := tx.(target.TextLoader).BulkLoadText(ctx, c.Rel, nil, src)
+		if err != nil {
 			return err
 		}
 		if src.rows != c.Rows {
 			return fmt.Errorf("generated %d rows, expected %d (a generator bug)", src.rows, c.Rows)
 		}
-		_, err := tx.Exec(ctx, "UPDATE "+ProgressTable+" SET done_at = NOW(6) WHERE chunk = ?", c.ID)
+		// LOAD DATA LOCAL turns a duplicate key or a value it cannot
+		// convert into a warning and goes on: every row must have gone in.
+		if n != src.rows {
+			return fmt.Errorf("the server took %d of the %d rows (LOAD DATA LOCAL skips duplicate keys and bad values with a warning)", n, src.rows)
+		}
+		_, err = tx.Exec(ctx, "UPDATE "+ProgressTable+" SET done_at = NOW(6) WHERE chunk = ?", c.ID)
 		return err
 	})
 	if err != nil {
@@ -374,7 +415,7 @@ func mariaPrepareFresh(ctx context.Context, a target.Admin, o LoadOptions) (Info
 		Warehouses: o.Warehouses, Seed: seed, Format: FormatText, Version: o.Version, Status: StatusLoading,
 		StartedAt: time.Now().Truncate(time.Second), Load: NewConstants(constantsRand(seed)),
 	}
-	chunks := planChunks(o.Warehouses, 0, o.Workers, seed)
+	chunks := mariaChunks(o.Warehouses, seed)
 	if len(have) > 0 {
 		if _, err := a.Exec(ctx, "DROP TABLE IF EXISTS "+strings.Join(ourRelations(), ", ")); err != nil {
 			return Info{}, nil, fmt.Errorf("dropping the old tables: %w", err)
@@ -400,9 +441,15 @@ func mariaPrepareFresh(ctx context.Context, a target.Admin, o LoadOptions) (Info
 			info.Warehouses, info.Seed, info.Load.CLast, info.Load.CCustID, info.Load.CItemID, info.Format, info.Status, info.Version, info.StartedAt); err != nil {
 			return err
 		}
-		for _, c := range chunks {
-			if _, err := tx.Exec(ctx, "INSERT INTO "+ProgressTable+" (chunk, tbl, rel, w_lo, w_hi, frozen, `rows`) VALUES (?, ?, ?, ?, ?, ?, ?)",
-				c.ID, c.Table, c.Rel, c.WLo, c.WHi, c.Freeze, c.Rows); err != nil {
+		for lo := 0; lo < len(chunks); lo += 500 {
+			part := chunks[lo:min(lo+500, len(chunks))]
+			q := "INSERT INTO " + ProgressTable + " (chunk, tbl, rel, w_lo, w_hi, frozen, `rows`) VALUES (?, ?, ?, ?, ?, ?, ?)" +
+				strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)", len(part)-1)
+			args := make([]any, 0, 7*len(part))
+			for _, c := range part {
+				args = append(args, c.ID, c.Table, c.Rel, c.WLo, c.WHi, c.Freeze, c.Rows)
+			}
+			if _, err := tx.Exec(ctx, q, args...); err != nil {
 				return err
 			}
 		}

@@ -132,11 +132,12 @@ func (s *mariaSide) info(ctx context.Context) (Info, error) {
 // mariaCountersSQL: sum(d_next_o_id), the server's Com_commit +
 // Com_rollback (HammerDB's TPM on MariaDB: the COMMIT and ROLLBACK
 // statements, those inside the procedures included, server-wide: MariaDB
-// keeps no count per database), its start time from its uptime, and the
-// connection's id (a restart ends every connection).
+// keeps no count per database), its start time from its uptime (on the
+// Unix clock: no time zone in between), and the connection's id (a
+// restart ends every connection).
 const mariaCountersSQL = `SELECT (SELECT SUM(d_next_o_id) FROM district),
  (SELECT SUM(VARIABLE_VALUE) FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('COM_COMMIT', 'COM_ROLLBACK')),
- UNIX_TIMESTAMP(NOW(6)) - (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'),
+ @@timestamp - (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'),
  CONNECTION_ID()`
 
 // mariaCounts names MariaDB's transaction counters in messages.

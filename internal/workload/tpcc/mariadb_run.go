@@ -176,9 +176,14 @@ func (w *Worker) mariaSQLAttempt(t txnType) (abort bool, err error, inCommit boo
 	case txPayment:
 		w.paymentBatch()
 		if err := w.sendBatch(); err != nil {
+			if _, code := w.sess.Classify(err, false, 1); code == mariaSubqueryRows {
+				in := &w.pay
+				return false, fmt.Errorf("payment: no customer in warehouse %d district %d (by name: %v): %w", in.cw, in.cd, in.byName, errUnexpected), false
+			}
 			return false, err, true
 		}
-		return false, w.expectRows("payment", 6, 1), false
+		// The terminal's output: the SELECT before the COMMIT.
+		return false, w.expectRows("payment", w.sess.Results()-2, 1), false
 	case txOrderStatus:
 		w.setOrderStatus()
 		if w.os.byName {
@@ -325,10 +330,17 @@ FROM JSON_TABLE('`, `', '$[*]' COLUMNS (n FOR ORDINALITY, i_id INT PATH '$[0]', 
 JOIN item i ON i.i_id = l.i_id JOIN stock s ON s.s_w_id = l.sw AND s.s_i_id = l.i_id`}
 )
 
+// mariaOneRow fails (error 1242, mariaSubqueryRows) unless the statement
+// before it changed exactly one row: a multi-statement query stops at it.
+const (
+	mariaOneRow       = "DO (SELECT 1 UNION ALL SELECT 1 FROM DUAL WHERE ROW_COUNT() <> 1)"
+	mariaSubqueryRows = "1242"
+)
+
 // paymentBatch is Payment as one round trip: the year-to-date amounts,
 // the customer (by number, or the middle one by last name) and its
-// bad-credit data, the history row, what the terminal shows (result 6),
-// COMMIT.
+// bad-credit data, the history row, what the terminal shows (the result
+// before the last), COMMIT.
 func (w *Worker) paymentBatch() {
 	in := &w.pay
 	amount := appendDecimal(nil, int64(in.amount), 2)
@@ -343,16 +355,19 @@ func (w *Worker) paymentBatch() {
 	w.num(in.w)
 	w.str(" AND d_id = ")
 	w.num(in.d)
-	w.str(";SET @tc_c = ")
 	if in.byName {
-		w.str("(SELECT s.c_id FROM (SELECT c_id, ROW_NUMBER() OVER (ORDER BY c_first, c_id) AS rn, COUNT(*) OVER () AS n FROM customer WHERE c_w_id = ")
+		// SELECT ... INTO, not SET @tc_c = (SELECT ...): InnoDB reads
+		// for any statement but a SELECT with shared locks, which would
+		// make two Payments for one name deadlock.
+		w.str(";SET @tc_c = NULL;SELECT s.c_id INTO @tc_c FROM (SELECT c_id, ROW_NUMBER() OVER (ORDER BY c_first, c_id) AS rn, COUNT(*) OVER () AS n FROM customer WHERE c_w_id = ")
 		w.num(in.cw)
 		w.str(" AND c_d_id = ")
 		w.num(in.cd)
 		w.str(" AND c_last = '")
 		w.batch = AppendLastName(w.batch, in.lastNum)
-		w.str("') s WHERE s.rn = (s.n + 1) DIV 2)")
+		w.str("') s WHERE s.rn = (s.n + 1) DIV 2")
 	} else {
+		w.str(";SET @tc_c = ")
 		w.num(in.c)
 	}
 	w.str(";UPDATE customer SET c_balance = c_balance - ")
@@ -369,7 +384,9 @@ func (w *Worker) paymentBatch() {
 	w.num(in.cw)
 	w.str(" AND c_d_id = ")
 	w.num(in.cd)
-	w.str(" AND c_id = @tc_c;INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) SELECT @tc_c, ")
+	// No customer: the batch stops here (error 1242) before the history
+	// row and the COMMIT, and the worker rolls back.
+	w.str(" AND c_id = @tc_c;" + mariaOneRow + ";INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) SELECT @tc_c, ")
 	for _, v := range [...]int{in.cd, in.cw, in.d, in.w} {
 		w.num(v)
 		w.str(", ")
