@@ -79,3 +79,11 @@ var ErrNoRows = errors.New("no rows in result set")
 type LostChecker interface {
 	ConnLost(err error) bool
 }
+
+// ErrorCoder is a target that gives the code of an error of its admin
+// connections as runs record them (MariaDB's error number, "1969"), for
+// a workload that tells such errors apart, such as a statement that
+// reached its time limit.
+type ErrorCoder interface {
+	ErrorCode(err error) string
+}
