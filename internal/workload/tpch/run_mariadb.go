@@ -64,7 +64,7 @@ func (d *mariaRunDB) analyze(ctx context.Context) error {
 		return err
 	}
 	defer a.Close()
-	return mariaAnalyze(ctx, a, loadOrder...)
+	return mariaAnalyze(ctx, a, mariaAnalyzeDDL(loadOrder...))
 }
 
 func (d *mariaRunDB) conn(ctx context.Context, timeout time.Duration) (queryConn, error) {
