@@ -66,7 +66,9 @@ func mariaLoadTasks(gen *dbgen.Generator, o LoadOptions, done map[string]bool) (
 			stats = append(stats, st.after(prev))
 		}
 		tasks = append(tasks, stats...)
-		fin := &taskOf[target.Admin]{name: "record " + t.String(),
+		// The record follows the statistics at once (the heaviest weight
+		// of the table's steps), so that an interrupted load keeps it.
+		fin := &taskOf[target.Admin]{name: "record " + t.String(), weight: weight,
 			run: func(ctx context.Context, a target.Admin) error { return mariaRecordDone(ctx, a, t, l.copied.Load()) }}
 		tasks = append(tasks, fin.after(stats...))
 		last = append(last, fin)
