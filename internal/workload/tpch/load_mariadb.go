@@ -69,7 +69,12 @@ func mariaLoadTasks(gen *dbgen.Generator, o LoadOptions, done map[string]bool) (
 		// The record follows the statistics at once (the heaviest weight
 		// of the table's steps), so that an interrupted load keeps it.
 		fin := &taskOf[target.Admin]{name: "record " + t.String(), weight: weight,
-			run: func(ctx context.Context, a target.Admin) error { return mariaRecordDone(ctx, a, t, l.copied.Load()) }}
+			run: func(ctx context.Context, a target.Admin) error {
+				if _, err := a.Exec(ctx, mariaAutoRecalc(t)); err != nil {
+					return err
+				}
+				return mariaRecordDone(ctx, a, t, l.copied.Load())
+			}}
 		tasks = append(tasks, fin.after(stats...))
 		last = append(last, fin)
 	}
