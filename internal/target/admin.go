@@ -102,3 +102,11 @@ type DataDirer interface {
 	// LocalDataDir is the data directory, or "" and why it is not known.
 	LocalDataDir(ctx context.Context) (dir, why string)
 }
+
+// ErrorCoder is a target that gives the code of an error of its admin
+// connections as runs record them (MariaDB's error number, "1969"), for
+// a workload that tells such errors apart, such as a statement that
+// reached its time limit.
+type ErrorCoder interface {
+	ErrorCode(err error) string
+}

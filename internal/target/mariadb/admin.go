@@ -263,6 +263,10 @@ func appendEscaped(b []byte, s string) []byte {
 	return b
 }
 
+// ErrorCode is an error's code as runs record it (target.ErrorCoder):
+// MariaDB's error number, or Code's client codes.
+func (t *Target) ErrorCode(err error) string { return Code(err) }
+
 // ConnLost reports an error of a lost connection (target.LostChecker).
 func (t *Target) ConnLost(err error) bool {
 	return isConnError(err) || Code(err) == strconv.Itoa(ErrCantConnect)

@@ -58,25 +58,13 @@ func Check(ctx context.Context, conn *pgx.Conn) (*CheckReport, error) {
 		return nil, err
 	}
 	for _, t := range dbgen.Tables() {
-		want := dbgen.Units(t, m.Scale) * int64(dbgen.RowsPerUnit(t))
-		what := "for the scale"
-		switch t {
-		case dbgen.Orders:
-			want, what = m.OrdersRows, fmt.Sprintf("after %d RF1 and %d RF2", m.NextUpdate-1, m.NextDelete-1)
-		case dbgen.Lineitem:
-			want, what = m.LineitemRows, fmt.Sprintf("after %d RF1 and %d RF2", m.NextUpdate-1, m.NextDelete-1)
-		}
 		var got int64
 		if err := tx.QueryRow(ctx, "select count(*) from "+t.String()).Scan(&got); err != nil {
 			return nil, err
 		}
-		rep.add("rows "+t.String(), got == want, "%d rows, expected %d %s", got, want, what)
+		rowsCondition(rep, m, t, got)
 	}
-	for _, k := range []struct{ table, key string }{
-		{"region", "r_regionkey"}, {"nation", "n_nationkey"}, {"supplier", "s_suppkey"}, {"part", "p_partkey"},
-		{"partsupp", "ps_partkey, ps_suppkey"}, {"customer", "c_custkey"}, {"orders", "o_orderkey"},
-		{"lineitem", "l_orderkey, l_linenumber"},
-	} {
+	for _, k := range uniqueKeys {
 		var pk bool
 		if err := tx.QueryRow(ctx, "select exists (select 1 from pg_constraint where conrelid = $1::regclass and contype = 'p' and convalidated)", k.table).Scan(&pk); err != nil {
 			return nil, err
@@ -103,15 +91,42 @@ from orders o left join l on l.l_orderkey = o.o_orderkey`).Scan(&empty, &bad, &e
 	if err != nil {
 		return nil, err
 	}
-	detail := "every order's total is the sum of its lineitems (clause 3.3.2.1)"
-	if bad+empty > 0 {
-		detail = fmt.Sprintf("%d orders whose total is not the sum of their lineitems, %d without lineitems (first: o_orderkey %d)", bad, empty, *example)
-	}
-	rep.add("order totals", bad+empty == 0, "%s", detail)
+	totalsCondition(rep, bad, empty, example)
 	var orphans int64
 	if err := tx.QueryRow(ctx, "select count(*) from lineitem l where not exists (select 1 from orders o where o.o_orderkey = l.l_orderkey)").Scan(&orphans); err != nil {
 		return nil, err
 	}
 	rep.add("lineitem orders", orphans == 0, "%d lineitems without their order", orphans)
 	return rep, nil
+}
+
+// rowsCondition: table t has got rows, as many as the scale has (orders
+// and lineitem: as many as the refresh functions left).
+func rowsCondition(rep *CheckReport, m meta, t dbgen.Table, got int64) {
+	want := dbgen.Units(t, m.Scale) * int64(dbgen.RowsPerUnit(t))
+	what := "for the scale"
+	switch t {
+	case dbgen.Orders:
+		want, what = m.OrdersRows, fmt.Sprintf("after %d RF1 and %d RF2", m.NextUpdate-1, m.NextDelete-1)
+	case dbgen.Lineitem:
+		want, what = m.LineitemRows, fmt.Sprintf("after %d RF1 and %d RF2", m.NextUpdate-1, m.NextDelete-1)
+	}
+	rep.add("rows "+t.String(), got == want, "%d rows, expected %d %s", got, want, what)
+}
+
+// uniqueKeys are the tables' keys.
+var uniqueKeys = []struct{ table, key string }{
+	{"region", "r_regionkey"}, {"nation", "n_nationkey"}, {"supplier", "s_suppkey"}, {"part", "p_partkey"},
+	{"partsupp", "ps_partkey, ps_suppkey"}, {"customer", "c_custkey"}, {"orders", "o_orderkey"},
+	{"lineitem", "l_orderkey, l_linenumber"},
+}
+
+// totalsCondition: no order's total differs from its lineitems' (bad),
+// and none has no lineitems (empty); example is the first such order.
+func totalsCondition(rep *CheckReport, bad, empty int64, example *int64) {
+	detail := "every order's total is the sum of its lineitems (clause 3.3.2.1)"
+	if bad+empty > 0 {
+		detail = fmt.Sprintf("%d orders whose total is not the sum of their lineitems, %d without lineitems (first: o_orderkey %d)", bad, empty, *example)
+	}
+	rep.add("order totals", bad+empty == 0, "%s", detail)
 }

@@ -265,23 +265,33 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		if r.trailer {
 			return 0, io.EOF
 		}
-		slot, ok := <-r.chunks
-		if ok {
-			c, ok := <-slot
-			if ok {
-				r.cur = c.data
-				r.l.rows.Add(c.rows)
-				continue
-			}
-		}
-		if err := r.ctx.Err(); err != nil {
+		data, ok, err := r.next()
+		if err != nil {
 			return 0, err // never end a COPY short
+		}
+		if ok {
+			r.cur = data
+			continue
 		}
 		r.cur, r.trailer = dbgen.BinaryTrailer, true
 	}
 	n := copy(p, r.cur)
 	r.cur = r.cur[n:]
 	return n, nil
+}
+
+// next is the next chunk's rows in the order taken; ok is false when
+// the table has no chunk left, err set when the load was cancelled.
+func (r *chunkReader) next() (data []byte, ok bool, err error) {
+	slot, ok := <-r.chunks
+	if ok {
+		c, ok := <-slot
+		if ok {
+			r.l.rows.Add(c.rows)
+			return c.data, true, nil
+		}
+	}
+	return nil, false, r.ctx.Err()
 }
 
 func (r *chunkReader) close() {

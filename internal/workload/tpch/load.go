@@ -352,6 +352,30 @@ func existingTables(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 	return have, nil
 }
 
+// resumeOrReplace says what a load does with what the database holds (its
+// meta row m when ok, the workload's tables have): resume an interrupted
+// load of the same scale, or (resume false) replace them or make them,
+// or refuse without --drop (a usage error).
+func resumeOrReplace(m meta, ok bool, have []string, o LoadOptions) (resume bool, err error) {
+	if o.Drop {
+		return false, nil
+	}
+	switch {
+	case ok && m.Status == statusComplete:
+		return false, errs.Usage("add --drop to load it again (the data is replaced), or load into another database",
+			"TPC-H-like data of scale %g is already loaded here", m.Scale)
+	case ok && (m.Scale != o.Scale || m.ForeignKeys != o.ForeignKeys):
+		return false, errs.Usage(fmt.Sprintf("run `tunebench load tpch --scale %g` to resume it, or add --drop to start over", m.Scale),
+			"an interrupted load of scale %g (foreign keys %v) is here", m.Scale, m.ForeignKeys)
+	case ok:
+		return true, nil
+	case len(have) > 0:
+		return false, errs.Usage("add --drop to replace them (their data is lost), or load into another database",
+			"the database already has %s", strings.Join(have, ", "))
+	}
+	return false, nil
+}
+
 // prepare drops (then a checkpoint frees their space), refuses, resumes or
 // creates, after checking the space; it returns what an interrupted load of
 // the same scale already finished (its tables_done).
@@ -364,21 +388,13 @@ func prepare(ctx context.Context, conn *pgx.Conn, o LoadOptions) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	if !o.Drop {
-		switch {
-		case ok && m.Status == statusComplete:
-			return nil, errs.Usage("add --drop to load it again (the data is replaced), or load into another database",
-				"TPC-H-like data of scale %g is already loaded here", m.Scale)
-		case ok && (m.Scale != o.Scale || m.ForeignKeys != o.ForeignKeys):
-			return nil, errs.Usage(fmt.Sprintf("run `tunebench load tpch --scale %g` to resume it, or add --drop to start over", m.Scale),
-				"an interrupted load of scale %g (foreign keys %v) is here", m.Scale, m.ForeignKeys)
-		case ok:
-			in := loadspace.RelationBytes(ctx, conn, m.TablesDone)
-			return m.TablesDone, o.Space.Check(ctx, conn, dataBytes(o.Scale)-in)
-		case len(have) > 0:
-			return nil, errs.Usage("add --drop to replace them (their data is lost), or load into another database",
-				"the database already has %s", strings.Join(have, ", "))
-		}
+	resume, err := resumeOrReplace(m, ok, have, o)
+	if err != nil {
+		return nil, err
+	}
+	if resume {
+		in := loadspace.RelationBytes(ctx, conn, m.TablesDone)
+		return m.TablesDone, o.Space.Check(ctx, conn, dataBytes(o.Scale)-in)
 	}
 	if ok || len(have) > 0 {
 		if _, err := conn.Exec(ctx, dropDDL()); err != nil {

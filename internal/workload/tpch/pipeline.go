@@ -15,8 +15,10 @@ import (
 
 // A task is one step of the load on one connection: a part's COPY, a
 // table's VACUUM or ANALYZE, an index, a key. It runs once the tasks it
-// waits for are done.
-type task struct {
+// waits for are done. C is the connection it runs on: PostgreSQL's
+// tasks run on pgx (task), MariaDB's on the target's admin connections
+// (load_mariadb.go).
+type taskOf[C any] struct {
 	name   string
 	weight float64 // the larger first among those ready (about its work)
 	copy   bool    // a COPY (the "generate" phase)
@@ -25,13 +27,16 @@ type task struct {
 	// marks pages all-visible only when no transaction older than their
 	// rows is open.
 	settled bool
-	wait    int     // unfinished tasks it waits for
-	then    []*task // tasks waiting for it
-	run     func(ctx context.Context, conn *pgx.Conn) error
+	wait    int          // unfinished tasks it waits for
+	then    []*taskOf[C] // tasks waiting for it
+	run     func(ctx context.Context, conn C) error
 }
 
+// task is a step of the PostgreSQL load.
+type task = taskOf[*pgx.Conn]
+
 // after makes t wait for each of ts.
-func (t *task) after(ts ...*task) *task {
+func (t *taskOf[C]) after(ts ...*taskOf[C]) *taskOf[C] {
 	for _, p := range ts {
 		p.then = append(p.then, t)
 		t.wait++
@@ -55,27 +60,49 @@ func sqlTask(weight float64, stmts ...string) *task {
 // heaviest ready task, so that a table's vacuum and indexes start as soon
 // as its data is in, beside the COPY of the others, and no core idles
 // while work is left.
-type pipeline struct {
+type pipeline[C any] struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
-	ready   []*task
-	running map[*task]bool
+	ready   []*taskOf[C]
+	running map[*taskOf[C]]bool
 	pending int
 	copies  int // COPY tasks not done
 	err     error
 	// done is called (under no lock) after each task; copiesDone after the
 	// last COPY.
-	done       func(t *task, n, total int)
+	done       func(t *taskOf[C], n, total int)
 	copiesDone func()
 	finished   int
 }
 
+// runPipeline runs the PostgreSQL load's tasks on pgx connections, each
+// with maintenance_work_mem raised for the index builds.
 func runPipeline(ctx context.Context, connect Connector, workers int, tasks []*task, done func(t *task, n, total int), copiesDone func()) error {
+	open := func(ctx context.Context) (*pgx.Conn, error) {
+		conn, err := connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// The index builds get 256MB (never less than the server's).
+		if _, err := conn.Exec(ctx, raiseMaintenanceMem("256MB")); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		return conn, nil
+	}
+	closeConn := func(conn *pgx.Conn) { conn.Close(context.Background()) }
+	return runTasks(ctx, open, closeConn, workers, tasks, done, copiesDone)
+}
+
+// runTasks runs tasks over up to workers connections that open makes (at
+// a worker's first task) and closeConn closes.
+func runTasks[C any](ctx context.Context, open func(context.Context) (C, error), closeConn func(C), workers int, tasks []*taskOf[C],
+	done func(t *taskOf[C], n, total int), copiesDone func()) error {
 	if len(tasks) == 0 {
 		copiesDone()
 		return nil
 	}
-	p := &pipeline{pending: len(tasks), done: done, copiesDone: copiesDone, running: map[*task]bool{}}
+	p := &pipeline[C]{pending: len(tasks), done: done, copiesDone: copiesDone, running: map[*taskOf[C]]bool{}}
 	p.cond = sync.NewCond(&p.mu)
 	for _, t := range tasks {
 		if t.copy {
@@ -101,7 +128,7 @@ func runPipeline(ctx context.Context, connect Connector, workers int, tasks []*t
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.work(ctx, connect); err != nil {
+			if err := p.work(ctx, open, closeConn); err != nil {
 				p.fail(err)
 				cancel()
 			}
@@ -115,7 +142,7 @@ func runPipeline(ctx context.Context, connect Connector, workers int, tasks []*t
 }
 
 // fail keeps the first error that is not the cancellation it caused.
-func (p *pipeline) fail(err error) {
+func (p *pipeline[C]) fail(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err == nil || (isCanceled(p.err) && !isCanceled(err)) {
@@ -127,7 +154,7 @@ func (p *pipeline) fail(err error) {
 func isCanceled(err error) bool { return errors.Is(err, context.Canceled) }
 
 // next waits for a ready task; nil when all are done or the load failed.
-func (p *pipeline) next(ctx context.Context) *task {
+func (p *pipeline[C]) next(ctx context.Context) *taskOf[C] {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(p.ready) == 0 && p.pending > 0 && p.err == nil && ctx.Err() == nil {
@@ -143,7 +170,7 @@ func (p *pipeline) next(ctx context.Context) *task {
 	return t
 }
 
-func (p *pipeline) finish(t *task) {
+func (p *pipeline[C]) finish(t *taskOf[C]) {
 	p.mu.Lock()
 	p.pending--
 	p.finished++
@@ -177,11 +204,12 @@ func (p *pipeline) finish(t *task) {
 }
 
 // work is one connection's loop.
-func (p *pipeline) work(ctx context.Context, connect Connector) error {
-	var conn *pgx.Conn
+func (p *pipeline[C]) work(ctx context.Context, open func(context.Context) (C, error), closeConn func(C)) error {
+	var conn C
+	opened := false
 	defer func() {
-		if conn != nil {
-			conn.Close(context.WithoutCancel(ctx))
+		if opened {
+			closeConn(conn)
 		}
 	}()
 	for {
@@ -189,15 +217,12 @@ func (p *pipeline) work(ctx context.Context, connect Connector) error {
 		if t == nil {
 			return ctx.Err()
 		}
-		if conn == nil {
+		if !opened {
 			var err error
-			if conn, err = connect(ctx); err != nil {
+			if conn, err = open(ctx); err != nil {
 				return err
 			}
-			// The index builds get 256MB (never less than the server's).
-			if _, err := conn.Exec(ctx, raiseMaintenanceMem("256MB")); err != nil {
-				return err
-			}
+			opened = true
 		}
 		if err := t.run(ctx, conn); err != nil {
 			return err

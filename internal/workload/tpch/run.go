@@ -16,6 +16,7 @@ import (
 	"github.com/tunebench/tunebench/internal/metrics"
 	"github.com/tunebench/tunebench/internal/results"
 	"github.com/tunebench/tunebench/internal/store"
+	"github.com/tunebench/tunebench/internal/target"
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/tpch/answers"
@@ -38,7 +39,7 @@ type params struct {
 
 type tpchRun struct {
 	env  *workload.RunEnv
-	t    *pgt.Target
+	db   runDB
 	p    params
 	meta meta
 	// firstStream is the number of the run's first throughput stream (1,
@@ -52,22 +53,17 @@ type tpchRun struct {
 
 // NewRun checks that the data is loaded and fits the run.
 func (Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run, error) {
-	t, err := pgt.From(env.Target)
+	db, err := newRunDB(env.Target)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := t.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	m, ok, err := readMeta(ctx, conn)
+	m, ok, err := db.readMeta(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if !ok || m.Status != statusComplete {
 		return nil, errs.Usage("load it first: `tunebench load tpch --scale SF` (an interrupted load resumes when run again)",
-			"database %s has no complete TPC-H-like load", t.Describe())
+			"database %s has no complete TPC-H-like load", env.Target.Describe())
 	}
 	o := env.Options
 	p := params{Scale: m.Scale, Test: o.String("test"), Validate: o.Bool("validate"), Streams: int(o.Int("streams")),
@@ -107,8 +103,8 @@ func (Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run,
 		}
 	}
 	if !p.Validate && p.Test != TestPower {
-		var maxConn, used int
-		if err := conn.QueryRow(ctx, "select current_setting('max_connections')::int, (select count(*) from pg_stat_activity)").Scan(&maxConn, &used); err != nil {
+		maxConn, used, err := db.connections(ctx)
+		if err != nil {
 			return nil, err
 		}
 		if need := p.Streams + 2; used+need > maxConn {
@@ -116,7 +112,7 @@ func (Workload) NewRun(ctx context.Context, env *workload.RunEnv) (workload.Run,
 				"%d query streams need %d connections; the server allows %d and %d are in use", p.Streams, need, maxConn, used)
 		}
 	}
-	r := &tpchRun{env: env, t: t, p: p, meta: m, firstStream: 1, refreshPairs: p.Streams}
+	r := &tpchRun{env: env, db: db, p: p, meta: m, firstStream: 1, refreshPairs: p.Streams}
 	if env.Shard.On() {
 		// Its part of the whole run's streams, numbered as in the whole
 		// run; shard 0 runs the refresh stream's pairs for all of them.
@@ -169,15 +165,77 @@ const (
 	statusInterrupted = "interrupted"
 )
 
-// session is one connection that runs queries.
-type session struct {
-	conn    *pgx.Conn
-	start   time.Time
-	collect bool
+// runDB is a run's database in the target's dialect: pgRunDB on pgx
+// (below), mariaRunDB on the target's admin connections
+// (run_mariadb.go).
+type runDB interface {
+	// readMeta reads the meta row; ok is false when there is none.
+	readMeta(ctx context.Context) (m meta, ok bool, err error)
+	// connections are the server's limit of connections and those in use.
+	connections(ctx context.Context) (limit, used int, err error)
+	// conn opens a connection for queries, each of which ends with an
+	// error once it has run for timeout (0: the server's default), and
+	// for the refresh functions, which have no time limit.
+	conn(ctx context.Context, timeout time.Duration) (queryConn, error)
+	// analyze gathers the tables' statistics.
+	analyze(ctx context.Context) error
 }
 
-func (r *tpchRun) session(ctx context.Context, timeout bool) (*session, error) {
-	conn, err := r.t.Connect(ctx)
+// queryConn is one connection of a run.
+type queryConn interface {
+	// query runs q and reads its whole result; with collect it returns
+	// the rows as text, as the reference answers write them.
+	query(ctx context.Context, q qgen.Query, collect bool) (rows int64, out [][]string, err error)
+	// timedOut reports an error of a query that reached its time limit.
+	timedOut(err error) bool
+	// explain is q's plan with what its execution measured, and the plan's
+	// shape (PlanShape).
+	explain(ctx context.Context, q qgen.Query) (text, shape string, err error)
+	rf1(ctx context.Context, gen *dbgen.Generator) (RefreshRun, error)
+	rf2(ctx context.Context, sf float64) (RefreshRun, error)
+	close(ctx context.Context)
+}
+
+// newRunDB is the run's database for t's dialect.
+func newRunDB(t target.Target) (runDB, error) {
+	if t.Dialect() == DialectMariaDB {
+		return newMariaRunDB(t)
+	}
+	p, err := pgt.From(t)
+	if err != nil {
+		return nil, err
+	}
+	return pgRunDB{p}, nil
+}
+
+// pgRunDB is PostgreSQL's, on pgx.
+type pgRunDB struct{ t *pgt.Target }
+
+func (d pgRunDB) readMeta(ctx context.Context) (meta, bool, error) {
+	conn, err := d.t.Connect(ctx)
+	if err != nil {
+		return meta{}, false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return readMeta(ctx, conn)
+}
+
+func (d pgRunDB) connections(ctx context.Context) (limit, used int, err error) {
+	conn, err := d.t.Connect(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	err = conn.QueryRow(ctx, "select current_setting('max_connections')::int, (select count(*) from pg_stat_activity)").Scan(&limit, &used)
+	return limit, used, err
+}
+
+func (d pgRunDB) analyze(ctx context.Context) error {
+	return parallel(ctx, d.t.Connect, 2, analyzeDDL())
+}
+
+func (d pgRunDB) conn(ctx context.Context, timeout time.Duration) (queryConn, error) {
+	conn, err := d.t.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +245,83 @@ func (r *tpchRun) session(ctx context.Context, timeout bool) (*session, error) {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if timeout && r.p.QueryTimeout > 0 {
-		if _, err := conn.Exec(ctx, fmt.Sprintf("set statement_timeout = %d", r.p.QueryTimeout.Milliseconds())); err != nil {
+	if timeout > 0 {
+		if _, err := conn.Exec(ctx, fmt.Sprintf("set statement_timeout = %d", timeout.Milliseconds())); err != nil {
 			conn.Close(context.WithoutCancel(ctx))
 			return nil, err
 		}
+	}
+	return pgConn{conn}, nil
+}
+
+// pgConn is a connection of a run on PostgreSQL.
+type pgConn struct{ conn *pgx.Conn }
+
+func (c pgConn) query(ctx context.Context, q qgen.Query, collect bool) (n int64, out [][]string, err error) {
+	rows, err := c.conn.Query(ctx, q.SQL, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return 0, nil, err
+	}
+	for rows.Next() {
+		n++
+		if collect {
+			raw := rows.RawValues()
+			row := make([]string, len(raw))
+			for i, v := range raw {
+				row[i] = string(v)
+			}
+			out = append(out, row)
+		}
+	}
+	rows.Close()
+	return n, out, rows.Err()
+}
+
+func (c pgConn) timedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57014"
+}
+
+func (c pgConn) explain(ctx context.Context, q qgen.Query) (string, string, error) {
+	rows, err := c.conn.Query(ctx, "explain (analyze, buffers) "+q.SQL, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return "", "", err
+	}
+	var lines []string
+	for rows.Next() {
+		lines = append(lines, string(rows.RawValues()[0]))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", "", err
+	}
+	text := strings.Join(lines, "\n")
+	return text, PlanShape(text), nil
+}
+
+func (c pgConn) rf1(ctx context.Context, gen *dbgen.Generator) (RefreshRun, error) {
+	return rf1(ctx, c.conn, gen)
+}
+func (c pgConn) rf2(ctx context.Context, sf float64) (RefreshRun, error) { return rf2(ctx, c.conn, sf) }
+func (c pgConn) close(ctx context.Context)                               { c.conn.Close(context.WithoutCancel(ctx)) }
+
+// session is one connection that runs queries.
+type session struct {
+	conn    queryConn
+	start   time.Time
+	collect bool
+}
+
+// session opens a connection for queries (with the run's query timeout
+// when timeout).
+func (r *tpchRun) session(ctx context.Context, timeout bool) (*session, error) {
+	var limit time.Duration
+	if timeout {
+		limit = r.p.QueryTimeout
+	}
+	conn, err := r.db.conn(ctx, limit)
+	if err != nil {
+		return nil, err
 	}
 	return &session{conn: conn}, nil
 }
@@ -201,34 +331,18 @@ func (r *tpchRun) session(ctx context.Context, timeout bool) (*session, error) {
 // rows as text.
 func (s *session) run(ctx context.Context, stream int, q qgen.Query) (QueryRun, [][]string) {
 	qr := QueryRun{Stream: stream, Query: q.N, Params: q.Params}
-	var out [][]string
 	t0 := time.Now()
-	rows, err := s.conn.Query(ctx, q.SQL, pgx.QueryExecModeSimpleProtocol)
-	if err == nil {
-		for rows.Next() {
-			qr.Rows++
-			if s.collect {
-				raw := rows.RawValues()
-				row := make([]string, len(raw))
-				for i, v := range raw {
-					row[i] = string(v)
-				}
-				out = append(out, row)
-			}
-		}
-		rows.Close()
-		err = rows.Err()
-	}
+	n, out, err := s.conn.query(ctx, q, s.collect)
 	end := time.Now()
+	qr.Rows = n
 	qr.Seconds = end.Sub(t0).Seconds()
 	qr.EndS = end.Sub(s.start).Seconds()
 	qr.Status = statusOK
 	if err != nil {
-		var pe *pgconn.PgError
 		switch {
 		case ctx.Err() != nil:
 			qr.Status = statusInterrupted
-		case errors.As(err, &pe) && pe.Code == "57014":
+		case s.conn.timedOut(err):
 			qr.Status = statusTimeout
 		default:
 			qr.Status = statusError
@@ -238,7 +352,7 @@ func (s *session) run(ctx context.Context, stream int, q qgen.Query) (QueryRun, 
 	return qr, out
 }
 
-func (s *session) close(ctx context.Context) { s.conn.Close(context.WithoutCancel(ctx)) }
+func (s *session) close(ctx context.Context) { s.conn.close(ctx) }
 
 // result gathers a run's executions.
 type result struct {
@@ -283,7 +397,7 @@ func (r *tpchRun) Measure(ctx context.Context) (*workload.Measured, error) {
 		note("tpch: preparing the update-set generator (text pool)")
 		gen = dbgen.New(p.Scale, dbgen.COPY)
 	}
-	env := r.t.Env(ctx, r.env.Version)
+	env := r.env.Target.Env(ctx, r.env.Version)
 	res := &result{hists: map[string]*metrics.Hist{}}
 	x := &Summary{Scale: p.Scale, Test: p.Test, Streams: p.Streams, Seed: p.Seed, Refresh: p.Refresh}
 	if r.env.Shard.On() {
@@ -291,7 +405,7 @@ func (r *tpchRun) Measure(ctx context.Context) (*workload.Measured, error) {
 	}
 	if p.Analyze {
 		note("tpch: analyze (not timed)")
-		if err := parallel(ctx, r.t.Connect, 2, analyzeDDL()); err != nil {
+		if err := r.db.analyze(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil, errs.New(errs.KindInterrupted, "", "interrupted during the ANALYZE before the test; nothing was measured")
 			}
@@ -481,13 +595,13 @@ var errRefresh = errors.New("refresh function failed")
 
 // refresh runs one refresh function; an error other than an interrupt is
 // recorded and returned (wrapping errRefresh).
-func (r *tpchRun) refresh(ctx context.Context, conn *pgx.Conn, gen *dbgen.Generator, res *result, stream int, fn string) error {
+func (r *tpchRun) refresh(ctx context.Context, conn queryConn, gen *dbgen.Generator, res *result, stream int, fn string) error {
 	var rr RefreshRun
 	var err error
 	if fn == "RF1" {
-		rr, err = rf1(ctx, conn, gen)
+		rr, err = conn.rf1(ctx, gen)
 	} else {
-		rr, err = rf2(ctx, conn, r.p.Scale)
+		rr, err = conn.rf2(ctx, r.p.Scale)
 	}
 	rr.Stream = stream
 	if err != nil {
@@ -540,13 +654,13 @@ func (r *tpchRun) throughput(ctx context.Context, gen *dbgen.Generator, res *res
 			s.close(ctx)
 		}
 	}()
-	var rconn *pgx.Conn
+	var rconn queryConn
 	if r.p.Refresh {
-		c, err := r.t.Connect(ctx)
+		c, err := r.db.conn(ctx, 0)
 		if err != nil {
 			return err
 		}
-		defer c.Close(context.WithoutCancel(ctx))
+		defer c.close(ctx)
 		rconn = c
 	}
 	if r.env.Ready != nil {
@@ -616,7 +730,7 @@ func (r *tpchRun) throughput(ctx context.Context, gen *dbgen.Generator, res *res
 type Plan struct {
 	Query int    `json:"query"`
 	Shape string `json:"shape"` // the plan's nodes, without costs or times
-	Text  string `json:"text"`  // EXPLAIN (ANALYZE, BUFFERS)
+	Text  string `json:"text"`  // EXPLAIN (ANALYZE, BUFFERS); on MariaDB ANALYZE FORMAT=JSON
 }
 
 // explain stores EXPLAIN (ANALYZE, BUFFERS) of stream 0's queries, in query
@@ -630,15 +744,7 @@ func (r *tpchRun) explain(ctx context.Context, res *result) error {
 	qs := qgen.Stream(r.p.Seed, 0, r.p.Scale)
 	sort.Slice(qs, func(i, j int) bool { return qs[i].N < qs[j].N })
 	for _, q := range qs {
-		rows, err := s.conn.Query(ctx, "explain (analyze, buffers) "+q.SQL, pgx.QueryExecModeSimpleProtocol)
-		var lines []string
-		if err == nil {
-			for rows.Next() {
-				lines = append(lines, string(rows.RawValues()[0]))
-			}
-			rows.Close()
-			err = rows.Err()
-		}
+		text, shape, err := s.conn.explain(ctx, q)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -646,9 +752,8 @@ func (r *tpchRun) explain(ctx context.Context, res *result) error {
 			r.env.Note("explain Q%d: %v", q.N, err)
 			continue
 		}
-		text := strings.Join(lines, "\n")
-		res.plans = append(res.plans, Plan{Query: q.N, Text: text, Shape: PlanShape(text)})
-		r.env.Note("explain Q%-2d stored (%d lines)", q.N, len(lines))
+		res.plans = append(res.plans, Plan{Query: q.N, Text: text, Shape: shape})
+		r.env.Note("explain Q%-2d stored (%d lines)", q.N, strings.Count(text, "\n")+1)
 	}
 	return nil
 }

@@ -10,12 +10,14 @@ package tpch
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/option"
 	"github.com/tunebench/tunebench/internal/results"
+	"github.com/tunebench/tunebench/internal/target"
 	pgt "github.com/tunebench/tunebench/internal/target/pg"
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/loadspace"
@@ -46,7 +48,7 @@ func (Workload) Meta() workload.Meta {
 		Description: "TPC-H-like analytics: dbgen-identical data, the 22 queries validated, power and throughput tests (QphH-like)",
 		Version:     "1",
 		Ops:         ops,
-		Dialects:    []string{pgt.Dialect},
+		Dialects:    []string{pgt.Dialect, DialectMariaDB},
 	}
 }
 
@@ -73,11 +75,11 @@ func (Workload) Options() option.Set {
 		{Name: "refresh", Kind: option.KindBool, Default: "true",
 			Doc: "run the refresh functions RF1 and RF2 (off: queries only; no Power@Size then)"},
 		{Name: "query_timeout", Kind: option.KindDuration, Default: "0s",
-			Doc: "statement_timeout of each query (0 = none); a query that reaches it is recorded as timed out"},
+			Doc: "statement_timeout of each query (MariaDB: max_statement_time; 0 = the server's default); a query that reaches it is recorded as timed out"},
 		{Name: "explain", Kind: option.KindBool, Default: "false",
-			Doc: "after the test, run EXPLAIN (ANALYZE, BUFFERS) of stream 0's queries and store the plans with the run"},
+			Doc: "after the test, run EXPLAIN (ANALYZE, BUFFERS) of stream 0's queries (MariaDB: ANALYZE FORMAT=JSON) and store the plans with the run"},
 		{Name: "analyze", Kind: option.KindBool, Default: "false",
-			Doc: "ANALYZE the tables before the test, untimed, so that statistics settings (default_statistics_target) take effect"},
+			Doc: "ANALYZE the tables before the test, untimed, so that statistics settings (default_statistics_target) take effect (MariaDB: ANALYZE TABLE ... PERSISTENT FOR ALL)"},
 		{Name: "query_seed", Kind: option.KindInt, Default: "0", HasMin: true,
 			Doc: "seed of the substitution parameters, to give every run of an experiment the same queries (0 = the run's seed)"},
 		{Name: "seed", Kind: option.KindInt, FlagOnly: true, Role: option.RoleSeed,
@@ -116,8 +118,13 @@ indexes, and as much WAL, at most max_wal_size) is compared with the free space 
 data directory's filesystem when it is known here (a managed server); the load is
 refused when it does not fit, unless --force. A load that runs out of space stops and
 is marked incomplete: run the same command again once there is room (finished tables
-are kept), or start over with --drop.`,
-		Example: "  tunebench load tpch --scale 1 --server-dir ./pg",
+are kept), or start over with --drop.
+
+On MariaDB the tables are InnoDB, each made with its primary key and indexes, and each
+table's rows go in by LOAD DATA LOCAL INFILE in one transaction (a table per job), then
+ANALYZE TABLE ... PERSISTENT FOR ALL; --foreign-keys adds the keys without checking the
+rows (dbgen's keys refer to existing rows). There is no space check (leave --force out).`,
+		Example: "  tunebench load tpch --scale 1 --server-dir ./pg\n  tunebench load tpch --scale 0.1 --server-dir ./mariadb",
 	}
 }
 
@@ -176,12 +183,15 @@ func dataBytes(scale float64) int64 { return 1_000_000 + int64(scale*1.714e9) }
 
 // Load builds the tables in the target's database.
 func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Report, error) {
+	o := env.Options
+	lo := LoadOptions{Scale: o.Float("scale"), ForeignKeys: o.Bool("foreign_keys"), Drop: o.Bool("drop") || env.Fresh}
+	if env.Target.Dialect() == DialectMariaDB {
+		return loadOnMariaDB(ctx, env, lo)
+	}
 	t, err := pgt.From(env.Target)
 	if err != nil {
 		return nil, err
 	}
-	o := env.Options
-	lo := LoadOptions{Scale: o.Float("scale"), ForeignKeys: o.Bool("foreign_keys"), Drop: o.Bool("drop") || env.Fresh}
 	var why string
 	lo.Workers, why = t.LoadJobs(ctx, workload.Jobs(o))
 	lo.Space = &loadspace.Load{Target: t, What: fmt.Sprintf("tpch scale %g", lo.Scale), Force: o.Bool("force"), Smaller: "a smaller --scale"}
@@ -190,20 +200,60 @@ func (Workload) Load(ctx context.Context, env *workload.LoadEnv) (*workload.Repo
 	}
 	env.Note("loading tpch scale %g into %s with %d jobs (%s)", lo.Scale, t.Describe(), lo.Workers, why)
 	gctx, stop := lo.Space.Guard(ctx)
-	st, err := Load(gctx, t.Connect, lo, func(p LoadProgress) {
+	st, err := Load(gctx, t.Connect, lo, loadProgress(env))
+	stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, interruptedLoad(err, lo)
+		}
+		return nil, lo.Space.Error(ctx, err, fmt.Sprintf("run `tunebench load tpch --scale %g` again to resume (finished tables are kept), or start over with --drop, at a smaller --scale", lo.Scale))
+	}
+	return &workload.Report{Blocks: loadBlocks(st)}, nil
+}
+
+func loadProgress(env *workload.LoadEnv) func(LoadProgress) {
+	return func(p LoadProgress) {
 		what := p.Phase
 		if p.Detail != "" {
 			what += ": " + p.Detail
 		}
 		env.Progress(workload.LoadProgress{What: what, Rows: p.Rows, TotalRows: p.TotalRows, Frac: p.Frac, ETA: p.ETA, Elapsed: p.Elapsed, Final: p.Phase == "done"})
-	})
-	stop()
+	}
+}
+
+func interruptedLoad(err error, lo LoadOptions) error {
+	return errs.Wrap(errs.KindInterrupted, err, fmt.Sprintf("run `tunebench load tpch --scale %g` again to resume (finished tables are kept), or add --drop to start over", lo.Scale),
+		"load interrupted; the load is marked incomplete and no run will use it")
+}
+
+// loadOnMariaDB is Load on a MariaDB target (load_mariadb.go).
+func loadOnMariaDB(ctx context.Context, env *workload.LoadEnv, lo LoadOptions) (*workload.Report, error) {
+	admins, ok := env.Target.(target.Admins)
+	if !ok {
+		return nil, errs.New(errs.KindInternal, "", "the MariaDB target has no admin connections")
+	}
+	if err := refuseOnMariaDB(env.Options.Bool("force")); err != nil {
+		return nil, err
+	}
+	lo.Workers = workload.Jobs(env.Options)
+	why := "--jobs"
+	if lo.Workers == 0 {
+		lo.Workers, why = runtime.NumCPU(), "this machine's CPUs"
+	}
+	if err := lo.Validate(); err != nil {
+		return nil, err
+	}
+	env.Note("loading tpch scale %g into %s with %d jobs (%s)", lo.Scale, env.Target.Describe(), lo.Workers, why)
+	st, err := loadMariaDB(ctx, admins, lo, loadProgress(env))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, errs.Wrap(errs.KindInterrupted, err, fmt.Sprintf("run `tunebench load tpch --scale %g` again to resume (finished tables are kept), or add --drop to start over", lo.Scale),
-				"load interrupted; the load is marked incomplete and no run will use it")
+			return nil, interruptedLoad(err, lo)
 		}
-		return nil, lo.Space.Error(ctx, err, fmt.Sprintf("run `tunebench load tpch --scale %g` again to resume (finished tables are kept), or start over with --drop, at a smaller --scale", lo.Scale))
+		if errs.HintOf(err) != "" {
+			return nil, err
+		}
+		return nil, errs.Wrap(errs.KindOf(err), err, fmt.Sprintf("run `tunebench load tpch --scale %g` again to resume (finished tables are kept), or start over with --drop", lo.Scale),
+			"tpch load incomplete")
 	}
 	return &workload.Report{Blocks: loadBlocks(st)}, nil
 }
@@ -230,18 +280,15 @@ func loadBlocks(st LoadStats) []results.Block {
 
 // Check runs the consistency conditions.
 func (Workload) Check(ctx context.Context, env *workload.CheckEnv) (*workload.Report, error) {
-	t, err := pgt.From(env.Target)
-	if err != nil {
-		return nil, err
+	var rep *CheckReport
+	var err error
+	if env.Target.Dialect() == DialectMariaDB {
+		rep, err = checkOnMariaDB(ctx, env.Target)
+	} else {
+		rep, err = checkOnPostgres(ctx, env.Target)
 	}
-	conn, err := t.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	rep, err := Check(ctx, conn)
 	if err == errNotLoaded {
-		return nil, errs.Usage("load it with `tunebench load tpch --scale SF` (or finish an interrupted load by running it again)", "database %s: %v", t.Describe(), err)
+		return nil, errs.Usage("load it with `tunebench load tpch --scale SF` (or finish an interrupted load by running it again)", "database %s: %v", env.Target.Describe(), err)
 	}
 	if err != nil {
 		return nil, err
@@ -251,6 +298,19 @@ func (Workload) Check(ctx context.Context, env *workload.CheckEnv) (*workload.Re
 		out.Failed = &workload.Failure{What: "tpch consistency check", Hint: "reload with `tunebench load tpch --drop`, and look for errors in the runs since the load"}
 	}
 	return out, nil
+}
+
+func checkOnPostgres(ctx context.Context, tt target.Target) (*CheckReport, error) {
+	t, err := pgt.From(tt)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return Check(ctx, conn)
 }
 
 func checkBlocks(rep *CheckReport) []results.Block {
