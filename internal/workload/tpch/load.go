@@ -30,6 +30,8 @@ type LoadOptions struct {
 	Drop        bool // replace what is there
 	// Space checks the free space before the data goes in (nil: no check).
 	Space *loadspace.Load
+	// dirSpace is MariaDB's (load_mariadb.go; nil: no check).
+	dirSpace *loadspace.DirLoad
 	// partHook, for tests, is called before a part's COPY ("start"), after
 	// it ("copied") and after its commit ("committed"), with the table and
 	// the part; an error aborts the part.

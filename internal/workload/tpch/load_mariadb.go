@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/target"
 	"github.com/tunebench/tunebench/internal/workload"
 	"github.com/tunebench/tunebench/internal/workload/tpch/dbgen"
@@ -141,6 +140,10 @@ func loadMariaDB(ctx context.Context, admins target.Admins, o LoadOptions, progr
 		done[t] = true
 	}
 	st.Resumed = entries
+	// The free space is watched to the end (a MariaDB whose disk is full
+	// waits for space instead of failing); mariaPrepare checked it.
+	ctx, stopGuard := o.dirSpace.Guard(ctx)
+	defer stopGuard()
 
 	t0 := time.Now()
 	b := <-pool
@@ -230,8 +233,26 @@ func mariaPrepare(ctx context.Context, a target.Admin, o LoadOptions) ([]string,
 	}
 	var stmts []string
 	if !resume {
-		stmts = append(stmts, mariaDropDDL()...)
+		for _, s := range mariaDropDDL() {
+			if _, err := a.Exec(ctx, s); err != nil {
+				return nil, fmt.Errorf("dropping the tables: %s: %w", firstLine(s), err)
+			}
+		}
 		stmts = append(stmts, mariaMetaDDL)
+	}
+	// The space, before anything is made: the estimate less what the
+	// tables an interrupted load kept take.
+	var in int64
+	if resume {
+		names := make([]string, 0, len(loadOrder))
+		for _, t := range loadOrder {
+			names = append(names, t.String())
+		}
+		_ = a.QueryRow(ctx, "SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('"+
+			strings.Join(names, "', '")+"')").Scan(&in)
+	}
+	if err := o.dirSpace.Check(ctx, dataBytes(o.Scale)-in); err != nil {
+		return nil, err
 	}
 	for _, s := range stmts {
 		if _, err := a.Exec(ctx, s); err != nil {
@@ -524,12 +545,3 @@ func textOf(t dbgen.Table, data []byte) *textRows {
 
 func (s *textRows) Values() ([]any, error) { return s.vals, nil }
 func (s *textRows) Err() error             { return s.err }
-
-// refuseOnMariaDB says which load options mean nothing on MariaDB.
-func refuseOnMariaDB(force bool) error {
-	if force {
-		return errs.Usage("leave --force out on MariaDB: tunebench checks the free space before a PostgreSQL load only, so there is nothing to override",
-			"--force overrides the space check of a PostgreSQL load")
-	}
-	return nil
-}

@@ -123,7 +123,9 @@ are kept), or start over with --drop.
 On MariaDB the tables are InnoDB, each made with its primary key and indexes, and each
 table's rows go in by LOAD DATA LOCAL INFILE in one transaction (a table per job), then
 ANALYZE TABLE ... PERSISTENT FOR ALL; --foreign-keys adds the keys without checking the
-rows (dbgen's keys refer to existing rows). There is no space check (leave --force out).`,
+rows (dbgen's keys refer to existing rows). The space is checked and watched as on
+PostgreSQL, with the same --force, when the server's data directory is on this
+machine.`,
 		Example: "  tunebench load tpch --scale 1 --server-dir ./pg\n  tunebench load tpch --scale 0.1 --server-dir ./mariadb",
 	}
 }
@@ -232,9 +234,6 @@ func loadOnMariaDB(ctx context.Context, env *workload.LoadEnv, lo LoadOptions) (
 	if !ok {
 		return nil, errs.New(errs.KindInternal, "", "the MariaDB target has no admin connections")
 	}
-	if err := refuseOnMariaDB(env.Options.Bool("force")); err != nil {
-		return nil, err
-	}
 	lo.Workers = workload.Jobs(env.Options)
 	why := "--jobs"
 	if lo.Workers == 0 {
@@ -243,17 +242,18 @@ func loadOnMariaDB(ctx context.Context, env *workload.LoadEnv, lo LoadOptions) (
 	if err := lo.Validate(); err != nil {
 		return nil, err
 	}
+	lo.dirSpace = &loadspace.DirLoad{Target: env.Target, What: fmt.Sprintf("tpch scale %g", lo.Scale), Force: env.Options.Bool("force"), Smaller: "a smaller --scale"}
 	env.Note("loading tpch scale %g into %s with %d jobs (%s)", lo.Scale, env.Target.Describe(), lo.Workers, why)
 	st, err := loadMariaDB(ctx, admins, lo, loadProgress(env))
 	if err != nil {
+		next := fmt.Sprintf("run `tunebench load tpch --scale %g` again to resume (finished tables are kept), or start over with --drop", lo.Scale)
 		if ctx.Err() != nil {
 			return nil, interruptedLoad(err, lo)
 		}
 		if errs.HintOf(err) != "" {
-			return nil, err
+			return nil, lo.dirSpace.Error(err, next)
 		}
-		return nil, errs.Wrap(errs.KindOf(err), err, fmt.Sprintf("run `tunebench load tpch --scale %g` again to resume (finished tables are kept), or start over with --drop", lo.Scale),
-			"tpch load incomplete")
+		return nil, lo.dirSpace.Error(errs.Wrap(errs.KindOf(err), err, next, "tpch load incomplete"), next)
 	}
 	return &workload.Report{Blocks: loadBlocks(st)}, nil
 }
