@@ -66,17 +66,18 @@ type RowSource interface {
 	Err() error
 }
 
-// TextLoader is an Admin that also takes rows already written in the text
-// format PostgreSQL's COPY (FORMAT text) and MariaDB's LOAD DATA share:
-// fields separated by tabs, each row ended by a newline, \N for NULL,
-// backslash escapes, timestamps as 2006-01-02 15:04:05. A generator that
-// writes that format straight into its buffers skips the conversion to
-// Go values and back (RowSource).
+// TextLoader is an Admin that also takes rows already written as text in
+// the format PostgreSQL's COPY (FORMAT text) and MariaDB's LOAD DATA
+// share: fields separated by one delimiter byte (a tab by default in
+// both), each row ended by a newline, \N for NULL, backslash escapes,
+// timestamps as 2006-01-02 15:04:05. A generator that writes that format
+// straight into its buffers skips the conversion to Go values and back
+// (RowSource).
 type TextLoader interface {
 	// BulkLoadText appends the rows r yields to table (all its columns,
-	// in the table's order, when columns is nil) and returns how many
-	// went in.
-	BulkLoadText(ctx context.Context, table string, columns []string, r io.Reader) (int64, error)
+	// in the table's order, when columns is nil), fields separated by
+	// delim, and returns how many went in.
+	BulkLoadText(ctx context.Context, table string, columns []string, delim byte, r io.Reader) (int64, error)
 }
 
 // Admins is a target that opens admin connections to its database.

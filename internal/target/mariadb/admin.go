@@ -126,7 +126,7 @@ var readerSeq atomic.Int64
 // local_infile (MariaDB's default).
 func (a *admin) BulkLoad(ctx context.Context, table string, columns []string, src target.RowSource) (int64, error) {
 	enc := &rowEncoder{src: src}
-	n, err := a.loadData(ctx, table, columns, enc)
+	n, err := a.loadData(ctx, table, columns, '\t', enc)
 	if enc.err != nil {
 		return n, enc.err
 	}
@@ -135,17 +135,23 @@ func (a *admin) BulkLoad(ctx context.Context, table string, columns []string, sr
 
 // BulkLoadText streams r, rows in LOAD DATA's default text format, into
 // table (target.TextLoader).
-func (a *admin) BulkLoadText(ctx context.Context, table string, columns []string, r io.Reader) (int64, error) {
-	return a.loadData(ctx, table, columns, r)
+func (a *admin) BulkLoadText(ctx context.Context, table string, columns []string, delim byte, r io.Reader) (int64, error) {
+	return a.loadData(ctx, table, columns, delim, r)
 }
 
 // loadData runs LOAD DATA LOCAL INFILE from r, read by the driver as the
 // file (columns nil: all of the table's, in its order).
-func (a *admin) loadData(ctx context.Context, table string, columns []string, r io.Reader) (int64, error) {
+func (a *admin) loadData(ctx context.Context, table string, columns []string, delim byte, r io.Reader) (int64, error) {
+	if delim == 0 || delim == '\n' || delim == '\\' || delim == '\'' {
+		return 0, fmt.Errorf("LOAD DATA into %s: %q cannot separate fields", table, delim)
+	}
 	name := "tunebench-" + strconv.FormatInt(readerSeq.Add(1), 10)
 	mysql.RegisterReaderHandler(name, func() io.Reader { return r })
 	defer mysql.DeregisterReaderHandler(name)
 	q := "LOAD DATA LOCAL INFILE 'Reader::" + name + "' INTO TABLE " + quoteIdent(table) + " CHARACTER SET utf8mb4"
+	if delim != '\t' {
+		q += " FIELDS TERMINATED BY '" + string(delim) + "'"
+	}
 	if len(columns) > 0 {
 		cols := make([]string, len(columns))
 		for i, c := range columns {

@@ -346,7 +346,7 @@ func mariaChunk(ctx context.Context, a target.Admin, c chunk, info Info, rows, t
 	// time: O_ENTRY_D = OL_DELIVERY_D across chunks.
 	src := &copySource{g: newGen(c.Table, info.Seed, info.Load, c.WLo, c.WHi), e: newEnc(FormatText, info.StartedAt.Local()), counter: rows}
 	err := a.Tx(ctx, target.TxOptions{}, func(tx target.Admin) error {
-		n, err := tx.(target.TextLoader).BulkLoadText(ctx, c.Rel, nil, src)
+		n, err := tx.(target.TextLoader).BulkLoadText(ctx, c.Rel, nil, '\t', src)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -452,11 +453,16 @@ func mariaCopy(ctx context.Context, a target.Admin, gen *dbgen.Generator, l *tab
 	src := newChunkReader(ctx, gen, l, 2)
 	src.cur = nil // text rows: no binary header
 	defer src.close()
-	rows := &textRows{next: src.next, vals: make([]any, len(mariaColumns[l.t])), left: -1}
 	var n int64
 	err := a.Tx(ctx, target.TxOptions{}, func(tx target.Admin) error {
 		var err error
-		n, err = tx.BulkLoad(ctx, l.t.String(), mariaColumns[l.t], rows)
+		if tl, ok := tx.(target.TextLoader); ok {
+			// dbgen's text goes as it is: fields separated by '|'.
+			n, err = tl.BulkLoadText(ctx, l.t.String(), mariaColumns[l.t], '|', &chunkText{next: src.next})
+		} else {
+			rows := &textRows{next: src.next, vals: make([]any, len(mariaColumns[l.t])), left: -1}
+			n, err = tx.BulkLoad(ctx, l.t.String(), mariaColumns[l.t], rows)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -545,3 +551,31 @@ func textOf(t dbgen.Table, data []byte) *textRows {
 
 func (s *textRows) Values() ([]any, error) { return s.vals, nil }
 func (s *textRows) Err() error             { return s.err }
+
+// chunkText is an io.Reader of the generated chunks, one after the other.
+type chunkText struct {
+	next func() (data []byte, ok bool, err error)
+	data []byte
+	done bool
+}
+
+func (c *chunkText) Read(p []byte) (int, error) {
+	for len(c.data) == 0 {
+		if c.done {
+			return 0, io.EOF
+		}
+		d, ok, err := c.next()
+		if err != nil {
+			c.done = true
+			return 0, err
+		}
+		if !ok {
+			c.done = true
+			return 0, io.EOF
+		}
+		c.data = d
+	}
+	n := copy(p, c.data)
+	c.data = c.data[n:]
+	return n, nil
+}
