@@ -14,7 +14,8 @@ import (
 
 // TestMariaDBTPCC: tpcc on a managed MariaDB through the commands a user
 // types. A load that does not fit in the data directory's filesystem is
-// refused before it writes; the load passes all twelve consistency conditions; a run in each
+// refused before it writes (the twelve conditions after a load are
+// TestMariaDBLoadResume's); a run in each
 // mode at each isolation level is ok with its NOPM cross-check exact, and
 // the conditions pass after them; a run through a SIGKILL of mariadbd and a
 // restart survives, with TPM unknown and why, and the database still
@@ -33,15 +34,12 @@ func TestMariaDBTPCC(t *testing.T) {
 	if !strings.Contains(r.stdout, "done in") || !strings.Contains(r.stdout, "rows: order_line") {
 		t.Errorf("load:\n%s", r)
 	}
-	if r := h.must(0, "check", "tpcc", "--server-dir", dir, "--all"); !strings.Contains(r.stdout, "12 conditions") || !strings.Contains(r.stdout, "all passed") {
-		t.Errorf("check after the load:\n%s", r)
-	}
 	h.must(2, "load", "tpcc", "--server-dir", dir, "--warehouses", "1", "--partition", "--drop")
 
 	for _, mode := range []string{"procs", "sql"} {
 		for _, iso := range []string{"read-committed", "repeatable-read", "serializable"} {
 			js := tempPath(t, mode+iso+".json")
-			r := h.run(append([]string{"run", "tpcc", "--mode", mode, "--isolation", iso, "--vusers", "3", "--rampup", "0s", "--duration", "1s",
+			r := h.run(append([]string{"run", "tpcc", "--mode", mode, "--isolation", iso, "--vusers", "2", "--rampup", "0s", "--duration", "1s",
 				"--max-tries", "10", "--no-check", "--results", results, "--json", js}, conn...)...)
 			if r.code != 0 {
 				t.Errorf("%s %s: exit %d:\n%s", mode, iso, r.code, r)
@@ -64,7 +62,7 @@ func TestMariaDBTPCC(t *testing.T) {
 
 	// SIGKILL of mariadbd mid-run, then a restart of the managed server.
 	js := tempPath(t, "crash.json")
-	rn := h.start(nil, append([]string{"run", "tpcc", "--vusers", "2", "--rampup", "0s", "--duration", "4s", "--max-errors-pct", "100",
+	rn := h.start(nil, append([]string{"run", "tpcc", "--vusers", "2", "--rampup", "0s", "--duration", "3s", "--max-errors-pct", "100",
 		"--max-outage-pct", "100", "--results", results, "--json", js}, conn...)...)
 	rn.waitStderr(t, "progress:", 30*time.Second)
 	time.Sleep(time.Second)
@@ -82,6 +80,10 @@ func TestMariaDBTPCC(t *testing.T) {
 	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The server stays down a moment: the reads at the window's end and
+	// after the run find their connections dead and must open new ones
+	// once it is back.
+	time.Sleep(time.Second)
 	h.must(0, "server", "start", "--dir", dir)
 	r = rn.wait(t, 2*time.Minute)
 	if r.code != 0 {
@@ -94,7 +96,7 @@ func TestMariaDBTPCC(t *testing.T) {
 	if !s.NOPMCheck.Passed || s.Check == nil || !s.Check.Passed {
 		t.Errorf("after the crash the cross-check and the checks run and pass: %+v, check %+v", s.NOPMCheck, s.Check)
 	}
-	if r := h.must(0, "check", "tpcc", "--server-dir", dir, "--expensive"); !strings.Contains(r.stdout, "all passed") {
+	if r := h.must(0, "check", "tpcc", "--server-dir", dir); !strings.Contains(r.stdout, "all passed") {
 		t.Errorf("check after the crash:\n%s", r)
 	}
 }

@@ -275,5 +275,7 @@ func (t *Target) ErrorCode(err error) string { return Code(err) }
 
 // ConnLost reports an error of a lost connection (target.LostChecker).
 func (t *Target) ConnLost(err error) bool {
-	return isConnError(err) || Code(err) == strconv.Itoa(ErrCantConnect)
+	// database/sql ends a connection whose driver reported it bad, and
+	// every later call on it says sql.ErrConnDone: lost too.
+	return isConnError(err) || errors.Is(err, sql.ErrConnDone) || Code(err) == strconv.Itoa(ErrCantConnect)
 }

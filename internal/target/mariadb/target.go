@@ -128,6 +128,10 @@ func (Driver) Open(ctx context.Context, s target.Spec) (target.Target, error) {
 	if s.Database != "" {
 		t.cfg.DBName = s.Database
 	}
+	// The driver would log a connection the server dropped (a restart
+	// during a run) to stderr, in the middle of the progress lines; the
+	// error itself reaches whoever used the connection.
+	t.cfg.Logger = &mysql.NopLogger{}
 	for _, a := range s.Avoid {
 		if t.cfg.DBName == a {
 			return nil, errs.Usage("name another database in the connection (the experiment makes and drops "+a+")",

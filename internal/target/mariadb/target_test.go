@@ -2,10 +2,15 @@ package mariadb
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/tunebench/tunebench/internal/errs"
 	"github.com/tunebench/tunebench/internal/redact"
@@ -201,5 +206,19 @@ func TestWaitSampler(t *testing.T) {
 	}
 	if len(pts) == 0 || waited <= 0 {
 		t.Errorf("no time waited: %v", pts)
+	}
+}
+
+// TestConnLost: the errors a read after a restart meets are lost
+// connections (read again on a new one), a statement's error is not.
+func TestConnLost(t *testing.T) {
+	var tt Target
+	for _, err := range []error{sql.ErrConnDone, fmt.Errorf("reading: %w", sql.ErrConnDone), driver.ErrBadConn, io.ErrUnexpectedEOF} {
+		if !tt.ConnLost(err) {
+			t.Errorf("%v: not a lost connection", err)
+		}
+	}
+	if tt.ConnLost(&mysql.MySQLError{Number: 1146, Message: "Table 'x' doesn't exist"}) {
+		t.Error("a missing table is a lost connection")
 	}
 }

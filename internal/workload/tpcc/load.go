@@ -392,7 +392,6 @@ func prepareFresh(ctx context.Context, admin *pgx.Conn, o LoadOptions) (Info, []
 		// anything a run draws (clause 2.1.6.1).
 		Load: NewConstants(constantsRand(seed)),
 	}
-	chunks := planChunks(o.Warehouses, parts, o.Workers, seed)
 	if len(have) > 0 {
 		if _, err := admin.Exec(ctx, "drop table if exists "+strings.Join(ourRelations(), ", ")+" cascade"); err != nil {
 			return Info{}, nil, fmt.Errorf("dropping the old tables: %w", err)
@@ -402,6 +401,9 @@ func prepareFresh(ctx context.Context, admin *pgx.Conn, o LoadOptions) (Info, []
 	if err := o.Space.Check(ctx, admin, dataBytes(o.Warehouses)); err != nil {
 		return Info{}, nil, err
 	}
+	// After the check: the rows of each chunk are counted by drawing the
+	// order lines' counts, which for a load far too big takes long.
+	chunks := planChunks(o.Warehouses, parts, o.Workers, seed)
 	err = pgx.BeginFunc(ctx, admin, func(tx pgx.Tx) error {
 		stmts := append(createStatements(o.Warehouses, parts), metaDDL, progressDDL)
 		for _, s := range stmts {

@@ -415,7 +415,6 @@ func mariaPrepareFresh(ctx context.Context, a target.Admin, o LoadOptions) (Info
 		Warehouses: o.Warehouses, Seed: seed, Format: FormatText, Version: o.Version, Status: StatusLoading,
 		StartedAt: time.Now().Truncate(time.Second), Load: NewConstants(constantsRand(seed)),
 	}
-	chunks := mariaChunks(o.Warehouses, seed)
 	if len(have) > 0 {
 		if _, err := a.Exec(ctx, "DROP TABLE IF EXISTS "+strings.Join(ourRelations(), ", ")); err != nil {
 			return Info{}, nil, fmt.Errorf("dropping the old tables: %w", err)
@@ -424,6 +423,9 @@ func mariaPrepareFresh(ctx context.Context, a target.Admin, o LoadOptions) (Info
 	if err := o.dirSpace.Check(ctx, dataBytes(o.Warehouses)); err != nil {
 		return Info{}, nil, err
 	}
+	// After the check: the rows of each chunk are counted by drawing the
+	// order lines' counts, which for a load far too big takes long.
+	chunks := mariaChunks(o.Warehouses, seed)
 	// The meta table first and last: a load stopped in between is seen
 	// as incomplete.
 	stmts := append([]string{mariaMetaDDL, mariaProgressDDL}, nil...)
