@@ -33,7 +33,7 @@ targets:
   maria: {managed: {engine: mariadb, dir: %[2]s}, settings: {innodb_io_capacity: 1234}}
 workload:
   name: tpcb
-  options: {scale: 1, duration: 2s, clients: 2}
+  options: {scale: 1, duration: 1s, clients: 2}
 matrix:
   target: [pg-tuned, pg-default, maria]
 order: sequential

@@ -39,7 +39,7 @@ func TestMariaDBTPCC(t *testing.T) {
 	for _, mode := range []string{"procs", "sql"} {
 		for _, iso := range []string{"read-committed", "repeatable-read", "serializable"} {
 			js := tempPath(t, mode+iso+".json")
-			r := h.run(append([]string{"run", "tpcc", "--mode", mode, "--isolation", iso, "--vusers", "2", "--rampup", "0s", "--duration", "1s",
+			r := h.run(append([]string{"run", "tpcc", "--mode", mode, "--isolation", iso, "--vusers", "2", "--rampup", "0s", "--iterations", "40",
 				"--max-tries", "10", "--no-check", "--results", results, "--json", js}, conn...)...)
 			if r.code != 0 {
 				t.Errorf("%s %s: exit %d:\n%s", mode, iso, r.code, r)
@@ -62,7 +62,7 @@ func TestMariaDBTPCC(t *testing.T) {
 
 	// SIGKILL of mariadbd mid-run, then a restart of the managed server.
 	js := tempPath(t, "crash.json")
-	rn := h.start(nil, append([]string{"run", "tpcc", "--vusers", "2", "--rampup", "0s", "--duration", "3s", "--max-errors-pct", "100",
+	rn := h.start(nil, append([]string{"run", "tpcc", "--vusers", "2", "--rampup", "0s", "--duration", "4s", "--max-errors-pct", "100",
 		"--max-outage-pct", "100", "--results", results, "--json", js}, conn...)...)
 	rn.waitStderr(t, "progress:", 30*time.Second)
 	time.Sleep(time.Second)
@@ -80,17 +80,20 @@ func TestMariaDBTPCC(t *testing.T) {
 	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
-	// The server stays down a moment: the reads at the window's end and
-	// after the run find their connections dead and must open new ones
-	// once it is back.
-	time.Sleep(time.Second)
+	// The server stays down a moment: the reads after the run (and, on a
+	// slow machine, at the window's end) find their connections dead and
+	// must open new ones once it is back.
+	time.Sleep(500 * time.Millisecond)
 	h.must(0, "server", "start", "--dir", dir)
 	r = rn.wait(t, 2*time.Minute)
 	if r.code != 0 {
 		t.Fatalf("run through a crash with --max-errors-pct 100 --max-outage-pct 100: want exit 0:\n%s", r)
 	}
 	s := readTroubleSummary(t, js)
-	if raw, ok := s.Raw["tpm"]; !ok || string(raw) != "null" || !strings.Contains(s.Unknown["tpm"], "restarted") {
+	// TPM is unknown: the server restarted within the window, or (on a
+	// slow machine) was still down at its end.
+	if raw, ok := s.Raw["tpm"]; !ok || string(raw) != "null" ||
+		!strings.Contains(s.Unknown["tpm"], "restarted") && !strings.Contains(s.Unknown["tpm"], "at the measurement window's end") {
 		t.Errorf("tpm %s (unknown: %v): want null after a crash, and why", raw, s.Unknown)
 	}
 	if !s.NOPMCheck.Passed || s.Check == nil || !s.Check.Passed {

@@ -57,10 +57,10 @@ func TestRunTPCCModes(t *testing.T) {
 	conn := []string{"--server-dir", srv.Dir(), "-d", db}
 	target := append(conn[:3:3], db, "--results", tempPath(t, "results.db"))
 	h.must(0, append([]string{"load", "tpcc", "--warehouses", "2"}, conn...)...)
-	dur := "6s"
+	dur := "3s"
 	for _, mode := range []string{"procs", "sql"} {
 		js := tempPath(t, mode+".json")
-		r := h.must(0, append([]string{"run", "tpcc", "--mode", mode, "--vusers", "3", "--rampup", "2s", "--duration", dur,
+		r := h.must(0, append([]string{"run", "tpcc", "--mode", mode, "--vusers", "3", "--rampup", "1s", "--duration", dur,
 			"--expensive-checks", "--json", js}, target...)...)
 		for _, want := range []string{"NOPM", "TPM", "new_order", "stock_level", "p99 ms", "NOPM cross-check", "audits", "all passed", "stored as run"} {
 			if !strings.Contains(r.stdout, want) {

@@ -38,17 +38,27 @@ type mariaSide struct {
 // as long as the time since from and the next pause stay within budget.
 func (s *mariaSide) retry(ctx context.Context, from time.Time, budget time.Duration, do func() error) error {
 	pause := driver.RetryPause
+	var dialErr error // why the last new connection could not be made
 	for {
 		err := do()
 		if err == nil || s.lost == nil || !s.lost.ConnLost(err) || time.Since(from)+pause > budget || ctx.Err() != nil {
+			if err != nil && dialErr != nil {
+				// The old connection's "closed" says less than why no
+				// new one could be made (the server is not back).
+				return dialErr
+			}
 			return err
 		}
 		time.Sleep(pause)
 		pause *= 2
-		if a, aerr := s.admins.Admin(ctx); aerr == nil {
-			_ = s.a.Close()
-			s.a = a
+		a, aerr := s.admins.Admin(ctx)
+		if aerr != nil {
+			dialErr = aerr
+			continue
 		}
+		dialErr = nil
+		_ = s.a.Close()
+		s.a = a
 	}
 }
 
