@@ -9,17 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunebench/tunebench/internal/target/mariadb"
 	"github.com/tunebench/tunebench/internal/target/mariadb/mariadbtest"
 )
 
 // TestMariaDBTPCC: tpcc on a managed MariaDB through the commands a user
 // types. A load that does not fit in the data directory's filesystem is
-// refused before it writes (the twelve conditions after a load are
-// TestMariaDBLoadResume's); a run in each
+// refused before it writes; a load interrupted while its rows go in is
+// refused by a run and finished by --resume, and then passes all twelve
+// consistency conditions; a run in each
 // mode at each isolation level is ok with its NOPM cross-check exact, and
 // the conditions pass after them; a run through a SIGKILL of mariadbd and a
 // restart survives, with TPM unknown and why, and the database still
-// passes the conditions.
+// passes the conditions, which do catch a changed D_YTD.
 func TestMariaDBTPCC(t *testing.T) {
 	t.Parallel()
 	_, srv := mariadbtest.StartMariaDB(t)
@@ -30,9 +32,26 @@ func TestMariaDBTPCC(t *testing.T) {
 	if r := h.must(6, "load", "tpcc", "--server-dir", dir, "--warehouses", "100000"); !strings.Contains(r.stderr, "not enough space for tpcc 100000 warehouses") {
 		t.Errorf("a load that does not fit:\n%s", r)
 	}
-	r := h.must(0, "load", "tpcc", "--server-dir", dir, "--warehouses", "1", "--jobs", "2")
-	if !strings.Contains(r.stdout, "done in") || !strings.Contains(r.stdout, "rows: order_line") {
-		t.Errorf("load:\n%s", r)
+	// The load, interrupted while its rows go in (one job: order_line's
+	// chunk first), refused by a run, finished by --resume; then all
+	// twelve conditions hold.
+	sig := make(chan os.Signal, 1)
+	rn := h.start(sig, "load", "tpcc", "--server-dir", dir, "--warehouses", "1", "--jobs", "1")
+	rn.waitStderr(t, "(data)", 30*time.Second)
+	time.Sleep(1500 * time.Millisecond)
+	sig <- os.Interrupt
+	if r := rn.wait(t, time.Minute); r.code != 130 || !strings.Contains(r.stderr, "--resume") {
+		t.Fatalf("interrupted load: want exit 130 and the way on:\n%s", r)
+	}
+	if r := h.must(2, "run", "tpcc", "--server-dir", dir, "--iterations", "1", "--results", results); !strings.Contains(r.stderr, "did not finish") {
+		t.Errorf("a run on an interrupted load:\n%s", r)
+	}
+	r := h.must(0, "load", "tpcc", "--server-dir", dir, "--resume", "--jobs", "2")
+	if !strings.Contains(r.stdout, "resumed:") || !strings.Contains(r.stdout, "rows:") {
+		t.Errorf("resumed load:\n%s", r)
+	}
+	if r := h.must(0, "check", "tpcc", "--server-dir", dir, "--all"); !strings.Contains(r.stdout, "12 conditions") || !strings.Contains(r.stdout, "all passed") {
+		t.Errorf("check after the load:\n%s", r)
 	}
 	h.must(2, "load", "tpcc", "--server-dir", dir, "--warehouses", "1", "--partition", "--drop")
 
@@ -62,7 +81,7 @@ func TestMariaDBTPCC(t *testing.T) {
 
 	// SIGKILL of mariadbd mid-run, then a restart of the managed server.
 	js := tempPath(t, "crash.json")
-	rn := h.start(nil, append([]string{"run", "tpcc", "--vusers", "2", "--rampup", "0s", "--duration", "4s", "--max-errors-pct", "100",
+	rn = h.start(nil, append([]string{"run", "tpcc", "--vusers", "2", "--rampup", "0s", "--duration", "4s", "--max-errors-pct", "100",
 		"--max-outage-pct", "100", "--results", results, "--json", js}, conn...)...)
 	rn.waitStderr(t, "progress:", 30*time.Second)
 	time.Sleep(time.Second)
@@ -101,5 +120,20 @@ func TestMariaDBTPCC(t *testing.T) {
 	}
 	if r := h.must(0, "check", "tpcc", "--server-dir", dir); !strings.Contains(r.stdout, "all passed") {
 		t.Errorf("check after the crash:\n%s", r)
+	}
+
+	// The conditions catch a broken database: one district's D_YTD off
+	// by a cent fails conditions 1 and 9 (exit 5).
+	db, err := srv.Open(mariadb.DefaultDatabase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("UPDATE district SET d_ytd = d_ytd + 0.01 WHERE d_w_id = 1 AND d_id = 3"); err != nil {
+		t.Fatal(err)
+	}
+	r = h.must(5, "check", "tpcc", "--server-dir", dir)
+	if !strings.Contains(r.stdout, "FAIL  1 ") || !strings.Contains(r.stdout, "FAIL  9 ") || strings.Count(r.stdout, "FAIL ") != 2 {
+		t.Errorf("check of a changed D_YTD: want conditions 1 and 9 failed:\n%s", r)
 	}
 }

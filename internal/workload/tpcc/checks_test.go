@@ -73,7 +73,7 @@ func TestCheckAfterLoad(t *testing.T) {
 // case where it fails.
 func TestCheckConditionsFail(t *testing.T) {
 	t.Parallel()
-	conn := testConn(t, loadedDB(t, 2))
+	conn := testConn(t, loadedDB(t, 1))
 	all, _ := CheckOptions{All: true}.Selected()
 	cases := []struct {
 		name    string
@@ -82,8 +82,8 @@ func TestCheckConditionsFail(t *testing.T) {
 		ignored []int            // conditions whose outcome this case does not pin
 	}{
 		{"warehouse YTD off by a cent", []string{
-			"update warehouse set w_ytd = w_ytd + 0.01 where w_id = 2",
-		}, map[int][]string{1: {"w=2"}, 8: {"w=2"}}, nil},
+			"update warehouse set w_ytd = w_ytd + 0.01 where w_id = 1",
+		}, map[int][]string{1: {"w=1"}, 8: {"w=1"}}, nil},
 		{"D_NEXT_O_ID ahead of the orders", []string{
 			"update district set d_next_o_id = 3002 where d_w_id = 1 and d_id = 3",
 		}, map[int][]string{2: {"w=1 d=3"}}, nil},
@@ -103,8 +103,8 @@ func TestCheckConditionsFail(t *testing.T) {
 			"update order_line set ol_delivery_d = null where ol_w_id = 1 and ol_d_id = 8 and ol_o_id = 5 and ol_number = 1",
 		}, map[int][]string{7: {"w=1 d=8 o=5 ol=1"}}, nil},
 		{"a payment in history only", []string{
-			"insert into history values (7, 1, 2, 1, 2, now(), 5.00, 'x')",
-		}, map[int][]string{8: {"w=2"}, 9: {"w=2 d=1"}, 10: {"w=2 d=1 c=7"}}, nil},
+			"insert into history values (7, 1, 1, 1, 1, now(), 5.00, 'x')",
+		}, map[int][]string{8: {"w=1"}, 9: {"w=1 d=1"}, 10: {"w=1 d=1 c=7"}}, nil},
 		{"a history row booked to another district", []string{
 			"update history set h_d_id = 2 where h_c_w_id = 1 and h_c_d_id = 1 and h_c_id = 9",
 		}, map[int][]string{9: {"w=1 d=1", "w=1 d=2"}}, nil},
@@ -122,8 +122,8 @@ func TestCheckConditionsFail(t *testing.T) {
 			 where (c_w_id, c_d_id, c_id) = (select o_w_id, o_d_id, o_c_id from orders where o_w_id = 1 and o_d_id = 9 and o_id = 2101)`,
 		}, map[int][]string{11: {"w=1 d=9"}}, nil},
 		{"YTD payment off", []string{
-			"update customer set c_ytd_payment = c_ytd_payment + 1 where c_w_id = 2 and c_d_id = 10 and c_id = 3000",
-		}, map[int][]string{12: {"w=2 d=10 c=3000"}}, nil},
+			"update customer set c_ytd_payment = c_ytd_payment + 1 where c_w_id = 1 and c_d_id = 10 and c_id = 3000",
+		}, map[int][]string{12: {"w=1 d=10 c=3000"}}, nil},
 	}
 	failedSomewhere := map[int]bool{}
 	for _, c := range cases {
@@ -196,7 +196,7 @@ func checkCorrupted(t *testing.T, conn *pgx.Conn, stmts []string, nums []int) Ch
 // failed with the error, and the others are still evaluated.
 func TestCheckQueryErrorContinues(t *testing.T) {
 	t.Parallel()
-	conn := testConn(t, loadedDB(t, 2))
+	conn := testConn(t, loadedDB(t, 1))
 	all, _ := CheckOptions{All: true}.Selected()
 	rep := checkCorrupted(t, conn, []string{"alter table history rename column h_amount to h_amt"}, all)
 	if rep.Passed || len(rep.Conditions) != 12 {
