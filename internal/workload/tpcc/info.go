@@ -106,6 +106,14 @@ func ReadInfo(ctx context.Context, conn *pgx.Conn) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
+	return judgeLoad(have, func() (Info, error) { return readMeta(ctx, conn) })
+}
+
+// judgeLoad refuses, with the fix in the error's hint, a database without
+// the tpcc tables (have: which of Tables and MetaTable exist), one not
+// loaded by tunebench, and a load that did not finish; meta reads the
+// meta row. Both dialects' readers share it.
+func judgeLoad(have map[string]bool, meta func() (Info, error)) (Info, error) {
 	var missing []string
 	for _, t := range Tables {
 		if !have[t] {
@@ -119,7 +127,7 @@ func ReadInfo(ctx context.Context, conn *pgx.Conn) (Info, error) {
 		return Info{}, errs.Usage("reload with `tunebench load tpcc --warehouses W --drop`",
 			"the tpcc tables were not loaded by tunebench (no %s table), so the warehouses and load constants are unknown", MetaTable)
 	}
-	info, err := readMeta(ctx, conn)
+	info, err := meta()
 	if err != nil {
 		return info, err
 	}

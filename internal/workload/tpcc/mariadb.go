@@ -111,32 +111,7 @@ func (s *mariaSide) info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	var missing []string
-	for _, t := range Tables {
-		if !have[t] {
-			missing = append(missing, t)
-		}
-	}
-	switch {
-	case len(missing) == len(Tables) && !have[MetaTable]:
-		return Info{}, errs.Usage(loadHint, "the database has no tpcc tables")
-	case !have[MetaTable]:
-		return Info{}, errs.Usage("reload with `tunebench load tpcc --warehouses W --drop`",
-			"the tpcc tables were not loaded by tunebench (no %s table), so the warehouses and load constants are unknown", MetaTable)
-	}
-	info, err := mariaMeta(ctx, s.a)
-	if err != nil {
-		return info, err
-	}
-	if len(missing) > 0 {
-		return info, errs.Usage("reload with `tunebench load tpcc --warehouses W --drop`", "the tpcc schema is incomplete: missing %s", strings.Join(missing, ", "))
-	}
-	if info.Status != StatusComplete {
-		return info, errs.Usage(
-			fmt.Sprintf("finish it with `tunebench load tpcc --resume`, or start over with `tunebench load tpcc --warehouses %d --drop`", info.Warehouses),
-			"the tpcc load of %d warehouses did not finish (status %q): the database must not be used as it is", info.Warehouses, info.Status)
-	}
-	return info, nil
+	return judgeLoad(have, func() (Info, error) { return mariaMeta(ctx, s.a) })
 }
 
 // mariaCountersSQL: sum(d_next_o_id), the server's Com_commit +

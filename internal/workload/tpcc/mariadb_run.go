@@ -110,50 +110,6 @@ func (w *Worker) setMariaNewOrder() {
 	w.setInt(pAllLocal, in.allLocal())
 }
 
-// mariaProcsAttempt calls the transaction's procedure. tpcc_new_order
-// returns 0 when it rolled back for an unused item.
-func (w *Worker) mariaProcsAttempt(t txnType) (abort bool, err error, inCommit bool) {
-	s := &w.st
-	switch t {
-	case txNewOrder:
-		w.setMariaNewOrder()
-		w.queue(s.procNO)
-		if err := w.roundTrip(); err != nil {
-			return false, err, true
-		}
-		if err := w.expectRows("new_order", 0, 1); err != nil {
-			return false, err, false
-		}
-		return w.val(0, 0) == 0, nil, false
-	case txPayment:
-		w.setPayment()
-		w.queue(s.procPay)
-		if err := w.roundTrip(); err != nil {
-			return false, err, true
-		}
-		return false, w.expectRows("payment", 0, 1), false
-	case txOrderStatus:
-		w.setOrderStatus()
-		w.queue(s.procOS)
-		if err := w.roundTrip(); err != nil {
-			return false, err, false
-		}
-		return false, w.expectSomeRows("order_status", 0), false
-	case txDelivery:
-		w.setDelivery()
-		w.queue(s.procDelivery)
-		if err := w.roundTrip(); err != nil {
-			return false, err, true
-		}
-		w.delivered = int(w.val(0, 0))
-		return false, nil, false
-	default:
-		w.setStockLevel()
-		w.queue(s.procSL)
-		return false, w.roundTrip(), false
-	}
-}
-
 // sendBatch sends w.batch as one multi-statement query and reads every
 // result.
 func (w *Worker) sendBatch() error {

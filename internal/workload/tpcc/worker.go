@@ -320,14 +320,11 @@ func (w *Worker) draw(t txnType) {
 // round trip that carried the COMMIT (or from an autocommit call that
 // writes), where a lost connection leaves the outcome unknown.
 func (w *Worker) attempt(t txnType) (abort bool, err error, inCommit bool) {
-	if w.maria {
-		if w.o.Mode == ModeProcs {
-			return w.mariaProcsAttempt(t)
-		}
-		return w.mariaSQLAttempt(t)
-	}
 	if w.o.Mode == ModeProcs {
 		return w.procsAttempt(t)
+	}
+	if w.maria {
+		return w.mariaSQLAttempt(t)
 	}
 	return w.sqlAttempt(t)
 }
