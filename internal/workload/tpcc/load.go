@@ -362,18 +362,7 @@ func prepareFresh(ctx context.Context, admin *pgx.Conn, o LoadOptions) (Info, []
 		return Info{}, nil, err
 	}
 	if len(have) > 0 && !o.Drop {
-		var names []string
-		for n := range have {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		hint := "add --drop to replace them (their data is lost), or load into another database"
-		if have[MetaTable] {
-			if m, err := readMeta(ctx, admin); err == nil && m.Status != StatusComplete {
-				hint = fmt.Sprintf("an interrupted load of %d warehouses is there: finish it with --resume, or add --drop to start over", m.Warehouses)
-			}
-		}
-		return Info{}, nil, errs.Usage(hint, "the database already has tpcc tables (%s)", strings.Join(names, ", "))
+		return Info{}, nil, refuseExisting(have, func() (Info, error) { return readMeta(ctx, admin) })
 	}
 
 	seed := o.Seed
@@ -427,6 +416,24 @@ func prepareFresh(ctx context.Context, admin *pgx.Conn, o LoadOptions) (Info, []
 		return Info{}, nil, err
 	}
 	return info, chunks, nil
+}
+
+// refuseExisting is a fresh load's refusal of the tables there (have),
+// pointing at --resume when an interrupted load is there (meta reads its
+// row); both dialects' loaders share it.
+func refuseExisting(have map[string]bool, meta func() (Info, error)) error {
+	var names []string
+	for n := range have {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	hint := "add --drop to replace them (their data is lost), or load into another database"
+	if have[MetaTable] {
+		if m, err := meta(); err == nil && m.Status != StatusComplete {
+			hint = fmt.Sprintf("an interrupted load of %d warehouses is there: finish it with --resume, or add --drop to start over", m.Warehouses)
+		}
+	}
+	return errs.Usage(hint, "the database already has tpcc tables (%s)", strings.Join(names, ", "))
 }
 
 // constantsRand is the random source of the load constants.

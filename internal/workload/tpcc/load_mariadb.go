@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -394,18 +393,7 @@ func mariaPrepareFresh(ctx context.Context, a target.Admin, o LoadOptions) (Info
 		return Info{}, nil, err
 	}
 	if len(have) > 0 && !o.Drop {
-		var names []string
-		for n := range have {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		hint := "add --drop to replace them (their data is lost), or load into another database"
-		if have[MetaTable] {
-			if m, err := mariaMeta(ctx, a); err == nil && m.Status != StatusComplete {
-				hint = fmt.Sprintf("an interrupted load of %d warehouses is there: finish it with --resume, or add --drop to start over", m.Warehouses)
-			}
-		}
-		return Info{}, nil, errs.Usage(hint, "the database already has tpcc tables (%s)", strings.Join(names, ", "))
+		return Info{}, nil, refuseExisting(have, func() (Info, error) { return mariaMeta(ctx, a) })
 	}
 	seed := o.Seed
 	if seed == 0 {
